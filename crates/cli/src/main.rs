@@ -1,0 +1,3 @@
+fn main() {
+    println!("coder {}", env!("CARGO_PKG_VERSION"));
+}

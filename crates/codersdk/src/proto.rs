@@ -1,0 +1,1 @@
+//! Results a provisioner engine returns to coderd: resources, agents, apps, parameters.
