@@ -1,1 +1,16 @@
 #![doc = include_str!("../README.md")]
+
+pub mod auth;
+pub mod authz;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod openapi;
+pub mod postgres;
+pub mod pubsub;
+pub mod server;
+pub mod store;
+pub mod validate;
+
+pub use config::ServerConfig;
+pub use server::{ServeOptions, run, serve};

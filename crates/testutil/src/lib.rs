@@ -1,1 +1,154 @@
 #![doc = include_str!("../README.md")]
+
+mod pg;
+
+use std::time::Duration;
+
+use codersdk::Client;
+use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
+use coderd::http::Options;
+use coderd::{ServeOptions, serve};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+use uuid::Uuid;
+
+pub use pg::TestDb;
+
+/// Password every test user gets.
+pub const PASSWORD: &str = "SomeSecurePassword!";
+
+/// Logs to the test's captured output; `RUST_LOG` widens it.
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+/// A coderd serving on 127.0.0.1 from a fresh database, inside the test's process.
+pub struct TestApp {
+    pub url: Url,
+    pub db: TestDb,
+    shutdown: CancellationToken,
+    server: Option<tokio::task::JoinHandle<Result<(), coderd::server::Error>>>,
+}
+
+impl TestApp {
+    pub async fn new() -> anyhow::Result<Self> {
+        Self::with_options(|_| {}).await
+    }
+
+    /// Starts coderd after letting the test adjust its options.
+    pub async fn with_options(adjust: impl FnOnce(&mut ServeOptions)) -> anyhow::Result<Self> {
+        init_tracing();
+        let db = TestDb::new().await?;
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
+        let mut options = ServeOptions {
+            http: Options::new(url.clone()),
+        };
+        adjust(&mut options);
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve(db.pool.clone(), options, listener, shutdown.clone()));
+        let app = Self {
+            url,
+            db,
+            shutdown,
+            server: Some(server),
+        };
+        app.wait_healthy().await?;
+        Ok(app)
+    }
+
+    async fn wait_healthy(&self) -> anyhow::Result<()> {
+        let client = self.client();
+        for _ in 0..500 {
+            if client.build_info().await.is_ok() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        anyhow::bail!("coderd did not become ready")
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.db.pool
+    }
+
+    /// An unauthenticated client.
+    pub fn client(&self) -> Client {
+        Client::new(self.url.clone())
+    }
+
+    /// Creates the first user (the Owner) and returns a client logged in as it.
+    pub async fn owner(&self) -> anyhow::Result<(Client, codersdk::users::CreateFirstUserResponse)> {
+        let client = self.client();
+        let first = client
+            .create_first_user(&CreateFirstUserRequest {
+                email: "owner@example.com".into(),
+                username: "owner".into(),
+                name: "Owner".into(),
+                password: PASSWORD.into(),
+                trial: false,
+            })
+            .await?;
+        let client = self.login("owner@example.com", PASSWORD).await?;
+        Ok((client, first))
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> anyhow::Result<Client> {
+        let resp = self
+            .client()
+            .login_with_password(&LoginWithPasswordRequest {
+                email: email.into(),
+                password: password.into(),
+            })
+            .await?;
+        Ok(self.client().with_token(resp.session_token))
+    }
+
+    /// Creates `username` with the given site roles (by `admin`) and logs in as it.
+    pub async fn user(
+        &self,
+        admin: &Client,
+        username: &str,
+        roles: &[&str],
+    ) -> anyhow::Result<(Client, codersdk::users::User)> {
+        let email = format!("{username}@example.com");
+        let user = admin
+            .create_user(&CreateUserRequest {
+                email: email.clone(),
+                username: username.into(),
+                password: PASSWORD.into(),
+                roles: roles.iter().map(|r| r.to_string()).collect(),
+                ..Default::default()
+            })
+            .await?;
+        Ok((self.login(&email, PASSWORD).await?, user))
+    }
+
+    /// Stops the server and waits for it to finish draining.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        if let Some(server) = self.server.take() {
+            server.await??;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A random suffix for names that must be unique within a test database.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", &Uuid::new_v4().simple().to_string()[..8])
+}

@@ -1,0 +1,104 @@
+use super::*;
+
+fn subject(site: &[&str], orgs: &[(Uuid, &[&str])]) -> Subject {
+    Subject {
+        user_id: Uuid::new_v4(),
+        site_roles: site.iter().map(|s| s.to_string()).collect(),
+        orgs: orgs
+            .iter()
+            .map(|(id, roles)| (*id, roles.iter().map(|s| s.to_string()).collect()))
+            .collect(),
+    }
+}
+
+#[test]
+fn members_see_themselves_but_not_others() {
+    let org = Uuid::new_v4();
+    let me = subject(&[], &[(org, &[])]);
+    assert!(me.can(Action::Read, &Object::user(me.user_id)));
+    assert_eq!(
+        authorize(&me, Action::Read, &Object::user(Uuid::new_v4())),
+        Err(Denied::NotFound)
+    );
+    assert_eq!(
+        authorize(&me, Action::Delete, &Object::user(me.user_id)),
+        Err(Denied::Forbidden),
+        "visible but not deletable by yourself"
+    );
+}
+
+#[test]
+fn owned_objects_need_membership_of_their_organization() {
+    let org = Uuid::new_v4();
+    let outsider = subject(&[], &[]);
+    let ws = Object::owned(Resource::Workspace, Some(org), outsider.user_id);
+    assert!(!outsider.can(Action::Read, &ws));
+    let insider = Subject {
+        orgs: [(org, vec![])].into(),
+        ..outsider
+    };
+    assert!(insider.can(Action::Read, &ws));
+}
+
+#[test]
+fn organization_roles_stay_in_their_organization() {
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let admin_of_a = subject(&[], &[(a, &["organization-admin"]), (b, &[])]);
+    let tpl_a = Object::in_org(Resource::Template, a);
+    let tpl_b = Object::in_org(Resource::Template, b);
+    assert!(admin_of_a.can(Action::Delete, &tpl_a));
+    assert!(admin_of_a.can(Action::Read, &tpl_b));
+    assert_eq!(
+        authorize(&admin_of_a, Action::Delete, &tpl_b),
+        Err(Denied::Forbidden)
+    );
+    let stranger = subject(&[], &[]);
+    assert_eq!(
+        authorize(&stranger, Action::Read, &tpl_a),
+        Err(Denied::NotFound)
+    );
+}
+
+#[test]
+fn only_owners_hand_out_owner() {
+    let user_admin = subject(&["user-admin"], &[]);
+    assert!(user_admin.can_assign_site_role("template-admin"));
+    assert!(!user_admin.can_assign_site_role("owner"));
+    assert!(!user_admin.can_assign_site_role("no-such-role"));
+    let owner = subject(&["owner"], &[]);
+    assert!(owner.can_assign_site_role("owner"));
+    let member = subject(&[], &[]);
+    assert!(!member.can_assign_site_role("auditor"));
+}
+
+#[test]
+fn filters_match_single_decisions() {
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let people = [
+        subject(&[], &[(a, &[])]),
+        subject(&["template-admin"], &[(a, &[])]),
+        subject(&[], &[(a, &["organization-admin"]), (b, &[])]),
+        subject(&["owner"], &[]),
+        subject(&["auditor"], &[(b, &[])]),
+    ];
+    for who in &people {
+        for resource in [Resource::Workspace, Resource::Template, Resource::User] {
+            let filter = who.filter(resource);
+            let owners = [who.user_id, Uuid::new_v4()];
+            for org in [None, Some(a), Some(b), Some(Uuid::new_v4())] {
+                for owner in owners.iter().copied().map(Some).chain([None]) {
+                    let object = Object {
+                        resource,
+                        org,
+                        owner,
+                    };
+                    assert_eq!(
+                        filter.admits(org, owner),
+                        who.can(Action::Read, &object),
+                        "{who:?} {object:?}"
+                    );
+                }
+            }
+        }
+    }
+}

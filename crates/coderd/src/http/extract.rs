@@ -1,0 +1,266 @@
+//! Request extractors: JSON bodies and query strings that fail with Coder's error shape, and the
+//! authenticated caller.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use super::AppState;
+use crate::authz::{self, Action, Object, Resource, Subject};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{self, ApiKeyRow, OrganizationRow, UserRow};
+use codersdk::client::{SESSION_TOKEN_COOKIE, SESSION_TOKEN_HEADER};
+
+/// A JSON request body or response. Unlike axum's, any content type is accepted (as Coder
+/// does), malformed bodies answer 400 and oversized ones 413, both with Coder's error shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        serde_json::from_slice(&bytes).map(Json).map_err(|e| {
+            ApiError::bad_request("Request body must be valid JSON.").with_detail(e.to_string())
+        })
+    }
+}
+
+fn body_rejection(rejection: BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body is too large.")
+            .with_detail(rejection.body_text())
+    } else {
+        ApiError::bad_request("Could not read the request body.").with_detail(rejection.body_text())
+    }
+}
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// A query string, failing with Coder's error shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        serde_urlencoded::from_str(query)
+            .map(Query)
+            .map_err(|e| ApiError::bad_request("Invalid query parameters.").with_detail(e.to_string()))
+    }
+}
+
+/// `limit`/`offset`/`after_id` as list endpoints take them.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct Pagination {
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub limit: Option<i64>,
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub offset: Option<i64>,
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub after_id: Option<Uuid>,
+}
+
+impl Pagination {
+    /// Validated (limit, offset); a missing or zero limit means `default_limit`.
+    pub fn resolve(&self, default_limit: i64) -> ApiResult<(i64, i64)> {
+        let limit = self.limit.unwrap_or(0);
+        let offset = self.offset.unwrap_or(0);
+        if limit < 0 || offset < 0 {
+            return Err(ApiError::bad_request("Query parameters have invalid values.")
+                .with_detail("limit and offset must not be negative"));
+        }
+        Ok((if limit == 0 { default_limit } else { limit }, offset))
+    }
+}
+
+/// Parses a query value from its text, treating `?after_id=` (empty) as absent, as Go's clients
+/// send it. Going through text also keeps numbers working inside `#[serde(flatten)]`, where
+/// serde_urlencoded hands every value over as a string.
+pub fn empty_as_none<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let s: Option<String> = serde::Deserialize::deserialize(d)?;
+    match s.as_deref() {
+        None | Some("") => Ok(None),
+        Some(s) => s.parse().map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// The authenticated caller: its key, its user, and what it may do.
+#[derive(Debug, Clone)]
+pub struct Auth {
+    pub key: ApiKeyRow,
+    pub user: UserRow,
+    pub subject: Subject,
+}
+
+impl Auth {
+    /// Authorizes or answers with the right refusal (404 when the object is invisible).
+    pub fn authorize(&self, action: Action, object: &Object) -> ApiResult<()> {
+        authz::authorize(&self.subject, action, object).map_err(ApiError::from)
+    }
+
+    pub fn can(&self, action: Action, object: &Object) -> bool {
+        self.subject.can(action, object)
+    }
+}
+
+/// Where a client may put its token, in the order we look.
+pub fn token_from_parts(parts: &Parts) -> Option<String> {
+    let headers = &parts.headers;
+    if let Some(v) = headers.get(SESSION_TOKEN_HEADER).and_then(|v| v.to_str().ok()) {
+        return Some(v.trim().to_string());
+    }
+    if let Some(v) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return Some(v.trim().to_string());
+    }
+    let cookie = headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_TOKEN_COOKIE)
+        .map(|(_, value)| value.to_string());
+    if cookie.is_some() {
+        return cookie;
+    }
+    // Browsers cannot set headers on WebSocket upgrades.
+    parts.uri.query().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == SESSION_TOKEN_COOKIE)
+            .map(|(_, v)| v.into_owned())
+    })
+}
+
+fn invalid_token() -> ApiError {
+    ApiError::unauthorized("Invalid session token.")
+        .with_detail("The token is unknown, was revoked, or is not a Coder session token.")
+}
+
+impl FromRequestParts<AppState> for Auth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(auth) = parts.extensions.get::<Auth>() {
+            return Ok(auth.clone());
+        }
+        let token = token_from_parts(parts).ok_or_else(|| {
+            ApiError::unauthorized("You must be logged in to use this endpoint.").with_detail(
+                "Send a session token in the Coder-Session-Token header, the \
+                 coder_session_token cookie or an Authorization: Bearer header.",
+            )
+        })?;
+        let auth = authenticate(state, &token).await?;
+        parts.extensions.insert(auth.clone());
+        Ok(auth)
+    }
+}
+
+/// Validates a token and loads the caller. Every request re-reads the user, so suspension and
+/// role changes apply at once.
+pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
+    let (id, secret) = crate::auth::split_token(token).ok_or_else(invalid_token)?;
+    let (key, mut user) = match state.store.api_key_with_user(id).await {
+        Ok(found) => found,
+        Err(store::Error::NotFound) => return Err(invalid_token()),
+        Err(e) => return Err(e.into()),
+    };
+    if !crate::auth::secret_matches(secret, &key.hashed_secret) || user.deleted {
+        return Err(invalid_token());
+    }
+    let now = Utc::now();
+    if key.expires_at <= now {
+        return Err(ApiError::unauthorized("Your session token has expired.")
+            .with_detail(format!("It expired at {}; log in again.", key.expires_at.to_rfc3339())));
+    }
+    match user.status.as_str() {
+        "suspended" => {
+            return Err(ApiError::unauthorized("Your account is suspended.")
+                .with_detail("Contact an administrator to reactivate your account."));
+        }
+        "dormant" => {
+            // Dormancy only marks inactivity; using the account ends it.
+            user = state.store.update_user_status(user.id, "active").await?;
+        }
+        _ => {}
+    }
+    refresh_key_if_due(state, &key, now);
+    let memberships = state.store.memberships_of_user(user.id).await?;
+    let subject = Subject {
+        user_id: user.id,
+        site_roles: user.rbac_roles.clone(),
+        orgs: memberships
+            .into_iter()
+            .map(|m| (m.organization_id, m.roles))
+            .collect(),
+    };
+    Ok(Auth { key, user, subject })
+}
+
+/// Records use at most once a minute per key, and slides a session's expiry forward at most
+/// once an hour: a write per request would be wasted load.
+fn refresh_key_if_due(state: &AppState, key: &ApiKeyRow, now: chrono::DateTime<Utc>) {
+    let session = chrono::Duration::from_std(state.options.session_duration).unwrap_or_default();
+    let mut expires_at = key.expires_at;
+    let refresh = key.login_type == "password"
+        && key.expires_at - now < session - chrono::Duration::hours(1);
+    if refresh {
+        expires_at = now + session;
+    }
+    if refresh || now - key.last_used > chrono::Duration::minutes(1) {
+        let store = state.store.clone();
+        let (id, user) = (key.id.clone(), key.user_id);
+        tokio::spawn(async move {
+            if let Err(e) = store.touch_api_key(&id, user, expires_at).await {
+                tracing::warn!(error = %e, "recording API key use failed");
+            }
+        });
+    }
+}
+
+/// Resolves a `{user}` path segment (`me`, a username or an id) to a user the caller may see.
+pub async fn resolve_user(state: &AppState, auth: &Auth, param: &str) -> ApiResult<UserRow> {
+    let user = if param == "me" {
+        auth.user.clone()
+    } else if let Ok(id) = param.parse::<Uuid>() {
+        state.store.user_by_id(id).await?
+    } else {
+        state.store.user_by_username(param).await?
+    };
+    auth.authorize(Action::Read, &Object::user(user.id))?;
+    Ok(user)
+}
+
+/// Resolves an `{organization}` path segment (a name or an id) to one the caller may see.
+pub async fn resolve_org(state: &AppState, auth: &Auth, param: &str) -> ApiResult<OrganizationRow> {
+    let org = if let Ok(id) = param.parse::<Uuid>() {
+        state.store.organization_by_id(id).await?
+    } else {
+        state.store.organization_by_name(param).await?
+    };
+    auth.authorize(Action::Read, &Object::in_org(Resource::Organization, org.id))?;
+    Ok(org)
+}

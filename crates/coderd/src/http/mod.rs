@@ -1,0 +1,111 @@
+//! The HTTP API: state shared by handlers, the router, and the middleware stack.
+
+pub(crate) mod apikeys;
+mod convert;
+pub mod extract;
+pub(crate) mod meta;
+pub(crate) mod organizations;
+pub(crate) mod users;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Request, header};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::TraceLayer;
+use url::Url;
+
+use crate::pubsub::Pubsub;
+use crate::store::Store;
+
+/// Settings the handlers need, resolved from the server configuration.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub access_url: Url,
+    /// Lifetime of a password login's session; refreshed while in use.
+    pub session_duration: Duration,
+    /// Lifetime of an API token created with no lifetime.
+    pub default_token_lifetime: Duration,
+    pub max_token_lifetime: Duration,
+    /// Largest JSON request body.
+    pub max_body_bytes: usize,
+    /// Mark cookies `Secure` (when the access URL is https).
+    pub secure_cookies: bool,
+    pub deployment_id: String,
+}
+
+impl Options {
+    pub fn new(access_url: Url) -> Self {
+        Self {
+            secure_cookies: access_url.scheme() == "https",
+            access_url,
+            session_duration: Duration::from_secs(24 * 3600),
+            default_token_lifetime: Duration::from_secs(30 * 24 * 3600),
+            max_token_lifetime: Duration::from_secs(365 * 24 * 3600),
+            max_body_bytes: 1 << 20,
+            deployment_id: String::new(),
+        }
+    }
+}
+
+/// Everything a handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<StateInner>);
+
+pub struct StateInner {
+    pub store: Store,
+    pub pubsub: Pubsub,
+    pub options: Options,
+    pub metrics: PrometheusHandle,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = StateInner;
+    fn deref(&self) -> &StateInner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(store: Store, pubsub: Pubsub, options: Options, metrics: PrometheusHandle) -> Self {
+        Self(Arc::new(StateInner {
+            store,
+            pubsub,
+            options,
+            metrics,
+        }))
+    }
+}
+
+/// The whole HTTP surface.
+pub fn router(state: AppState) -> Router {
+    let max_body = state.options.max_body_bytes;
+    let api = Router::new()
+        .merge(meta::routes())
+        .merge(users::routes())
+        .merge(apikeys::routes())
+        .merge(organizations::routes())
+        .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
+        .fallback(meta::api_not_found);
+
+    Router::new()
+        .nest("/api/v2", api)
+        .merge(meta::root_routes())
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                tracing::info_span!("http", method = %req.method(), path = %req.uri().path())
+            }),
+        )
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::COOKIE,
+            header::HeaderName::from_static("coder-session-token"),
+        ]))
+        .layer(CatchPanicLayer::custom(meta::panic_response))
+}

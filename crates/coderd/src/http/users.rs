@@ -1,0 +1,466 @@
+//! Users: first-user setup, password login, the user directory, status and roles.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post, put};
+use codersdk::users::{
+    AssignableRole, CreateFirstUserRequest, CreateFirstUserResponse, CreateUserRequest,
+    GetUsersResponse, LoginType, LoginWithPasswordRequest, LoginWithPasswordResponse,
+    UpdateRoles, UpdateUserPasswordRequest, User, UserRoles, UserStatus,
+};
+use codersdk::{Response, client::SESSION_TOKEN_COOKIE};
+use uuid::Uuid;
+
+use super::AppState;
+use super::convert;
+use super::extract::{Auth, Json, Pagination, Query, resolve_user};
+use crate::authz::{Action, Object, Resource, SITE_ROLES};
+use crate::error::{ApiError, ApiResult, Validator};
+use crate::store::{self, NewUser, UserQuery, UserRow};
+use crate::validate;
+
+/// The organization the first user creates.
+pub const DEFAULT_ORGANIZATION: &str = "coder";
+const DEFAULT_USERS_PAGE: i64 = 50;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/users/first", get(first_user_exists).post(create_first_user))
+        .route("/users/login", post(login))
+        .route("/users/logout", post(logout))
+        .route("/users/roles", get(assignable_roles))
+        .route("/users", get(list_users).post(create_user))
+        .route("/users/{user}", get(get_user).delete(delete_user))
+        .route("/users/{user}/status/suspend", put(suspend_user))
+        .route("/users/{user}/status/activate", put(activate_user))
+        .route("/users/{user}/roles", get(user_roles).put(update_user_roles))
+        .route("/users/{user}/password", put(update_password))
+}
+
+/// A user as the API shows it, with its organizations.
+pub(super) async fn user_response(state: &AppState, row: UserRow) -> ApiResult<User> {
+    let mut orgs = state.store.organization_ids_of(&[row.id]).await?;
+    let ids = orgs.remove(&row.id).unwrap_or_default();
+    Ok(convert::user(row, ids))
+}
+
+#[utoipa::path(get, path = "/api/v2/users/first", tag = "Users",
+    responses((status = 200, body = Response), (status = 404, body = Response)))]
+pub(super) async fn first_user_exists(State(state): State<AppState>) -> ApiResult<Json<Response>> {
+    if state.store.has_any_user().await? {
+        Ok(Json(Response::new("The initial user has already been created!")))
+    } else {
+        Err(ApiError::new(StatusCode::NOT_FOUND, "The initial user has not been created!"))
+    }
+}
+
+fn validate_new_user(email: &str, username: &str, name: &str, password: Option<&str>) -> ApiResult<()> {
+    let mut v = Validator::default();
+    v.push("email", validate::email(email))
+        .push("username", validate::name(username))
+        .push("name", validate::display_name(name));
+    if let Some(password) = password {
+        v.push("password", validate::password(password));
+    }
+    v.finish()
+}
+
+#[utoipa::path(post, path = "/api/v2/users/first", tag = "Users",
+    request_body = CreateFirstUserRequest,
+    responses((status = 201, body = CreateFirstUserResponse), (status = 400, body = Response), (status = 409, body = Response)))]
+pub(super) async fn create_first_user(
+    State(state): State<AppState>,
+    Json(req): Json<CreateFirstUserRequest>,
+) -> ApiResult<(StatusCode, Json<CreateFirstUserResponse>)> {
+    if state.store.has_any_user().await? {
+        return Err(ApiError::conflict("The initial user has already been created."));
+    }
+    validate_new_user(&req.email, &req.username, &req.name, Some(&req.password))?;
+    let hashed_password = crate::auth::hash_password(req.password).await?;
+    let user = NewUser {
+        id: Uuid::new_v4(),
+        email: req.email,
+        username: req.username,
+        name: req.name,
+        hashed_password,
+        status: UserStatus::Active.as_str().into(),
+        rbac_roles: vec!["owner".into()],
+        login_type: LoginType::Password.as_str().into(),
+        organization_ids: vec![],
+    };
+    let (user, org) = state
+        .store
+        .create_first_user(user, DEFAULT_ORGANIZATION)
+        .await?
+        .ok_or_else(|| ApiError::conflict("The initial user has already been created."))?;
+    tracing::info!(user = %user.username, "first user created");
+    Ok((
+        StatusCode::CREATED,
+        Json(CreateFirstUserResponse {
+            user_id: user.id,
+            organization_id: org.id,
+        }),
+    ))
+}
+
+const BAD_CREDENTIALS: &str = "Incorrect email or password.";
+
+#[utoipa::path(post, path = "/api/v2/users/login", tag = "Authorization",
+    request_body = LoginWithPasswordRequest,
+    responses((status = 201, body = LoginWithPasswordResponse), (status = 401, body = Response)))]
+pub(super) async fn login(
+    State(state): State<AppState>,
+    Json(req): Json<LoginWithPasswordRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let user = match state.store.user_by_email(&req.email).await {
+        Ok(user) => Some(user),
+        Err(store::Error::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let hash = user
+        .as_ref()
+        .filter(|u| u.login_type == LoginType::Password.as_str())
+        .map(|u| u.hashed_password.clone());
+    // Unknown accounts cost the same work and get the same answer as wrong passwords.
+    let ok = crate::auth::verify_password(hash, req.password).await?;
+    let Some(user) = user.filter(|_| ok) else {
+        return Err(ApiError::unauthorized(BAD_CREDENTIALS));
+    };
+    if user.status == UserStatus::Suspended.as_str() {
+        return Err(ApiError::unauthorized("Your account is suspended.")
+            .with_detail("Contact an administrator to reactivate your account."));
+    }
+    let token = super::apikeys::issue_key(
+        &state,
+        user.id,
+        LoginType::Password,
+        "",
+        state.options.session_duration,
+    )
+    .await?;
+    let cookie = session_cookie(&state, &token, state.options.session_duration.as_secs());
+    Ok((
+        StatusCode::CREATED,
+        [(header::SET_COOKIE, cookie)],
+        Json(LoginWithPasswordResponse { session_token: token }),
+    ))
+}
+
+fn session_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {
+    let secure = if state.options.secure_cookies { "; Secure" } else { "" };
+    let cookie = format!(
+        "{SESSION_TOKEN_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
+    );
+    HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+#[utoipa::path(post, path = "/api/v2/users/logout", tag = "Users",
+    responses((status = 200, body = Response)))]
+pub(super) async fn logout(State(state): State<AppState>, auth: Auth) -> ApiResult<impl IntoResponse> {
+    match state.store.delete_api_key(&auth.key.id).await {
+        Ok(()) | Err(store::Error::NotFound) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let mut headers = HeaderMap::new();
+    headers.insert(header::SET_COOKIE, session_cookie(&state, "", 0));
+    Ok((headers, Json(Response::new("Logged out!"))))
+}
+
+#[utoipa::path(get, path = "/api/v2/users/roles", tag = "Members",
+    responses((status = 200, body = [AssignableRole])))]
+pub(super) async fn assignable_roles(auth: Auth) -> ApiResult<Json<Vec<AssignableRole>>> {
+    auth.authorize(Action::Read, &Object::site(Resource::AssignRole))?;
+    Ok(Json(
+        SITE_ROLES
+            .iter()
+            .map(|r| AssignableRole {
+                name: r.name.into(),
+                display_name: r.display_name.into(),
+                organization_id: String::new(),
+                assignable: auth.subject.can_assign_site_role(r.name),
+                built_in: true,
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct ListUsersParams {
+    #[serde(default)]
+    q: String,
+    #[serde(flatten)]
+    page: Pagination,
+}
+
+/// Parses Coder's user search: `status:active role:owner alice`.
+fn parse_user_query(q: &str) -> ApiResult<UserQuery> {
+    let mut query = UserQuery::default();
+    let mut words = Vec::new();
+    for term in q.split_whitespace() {
+        match term.split_once(':') {
+            Some(("status", v)) => {
+                v.parse::<UserStatus>()
+                    .map_err(|e| ApiError::bad_request("Invalid user search query.").with_detail(e))?;
+                query.statuses.push(v.to_string());
+            }
+            Some(("role", v)) => query.roles.push(v.to_string()),
+            Some(("username" | "email", v)) => words.push(v.to_string()),
+            Some((key, _)) => {
+                return Err(ApiError::bad_request("Invalid user search query.")
+                    .with_detail(format!("unknown filter {key:?}")));
+            }
+            None => words.push(term.to_string()),
+        }
+    }
+    query.search = words.join(" ");
+    Ok(query)
+}
+
+#[utoipa::path(get, path = "/api/v2/users", tag = "Users",
+    params(("q" = Option<String>, Query), ("limit" = Option<i64>, Query), ("offset" = Option<i64>, Query), ("after_id" = Option<Uuid>, Query)),
+    responses((status = 200, body = GetUsersResponse)))]
+pub(super) async fn list_users(
+    State(state): State<AppState>,
+    auth: Auth,
+    Query(params): Query<ListUsersParams>,
+) -> ApiResult<Json<GetUsersResponse>> {
+    let mut query = parse_user_query(&params.q)?;
+    (query.limit, query.offset) = params.page.resolve(DEFAULT_USERS_PAGE)?;
+    query.after_id = params.page.after_id;
+    let filter = auth.subject.filter(Resource::User);
+    let (rows, count) = state.store.list_users(&query, &filter).await?;
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut orgs = state.store.organization_ids_of(&ids).await?;
+    let users = rows
+        .into_iter()
+        .map(|row| {
+            let ids = orgs.remove(&row.id).unwrap_or_default();
+            convert::user(row, ids)
+        })
+        .collect();
+    Ok(Json(GetUsersResponse { users, count }))
+}
+
+#[utoipa::path(post, path = "/api/v2/users", tag = "Users",
+    request_body = CreateUserRequest,
+    responses((status = 201, body = User), (status = 400, body = Response), (status = 409, body = Response)))]
+pub(super) async fn create_user(
+    State(state): State<AppState>,
+    auth: Auth,
+    Json(req): Json<CreateUserRequest>,
+) -> ApiResult<(StatusCode, Json<User>)> {
+    auth.authorize(Action::Create, &Object::site(Resource::User))?;
+    let login_type = req.login_type.unwrap_or(LoginType::Password);
+    let needs_password = login_type == LoginType::Password;
+    validate_new_user(
+        &req.email,
+        &req.username,
+        &req.name,
+        needs_password.then_some(req.password.as_str()),
+    )?;
+    if !matches!(login_type, LoginType::Password | LoginType::None) {
+        return Err(ApiError::bad_request("Unsupported login type.")
+            .with_detail("users can be created with login_type \"password\" or \"none\""));
+    }
+    for role in &req.roles {
+        if !auth.subject.can_assign_site_role(role) {
+            return Err(ApiError::forbidden().with_detail(format!("you may not assign the role {role:?}")));
+        }
+    }
+    let mut organization_ids = req.organization_ids.clone();
+    organization_ids.extend(req.organization_id);
+    if organization_ids.is_empty() {
+        organization_ids.push(state.store.default_organization().await?.id);
+    }
+    for org in &organization_ids {
+        let org = state.store.organization_by_id(*org).await.map_err(|e| match e {
+            store::Error::NotFound => ApiError::bad_request("Organization does not exist.")
+                .with_detail(format!("no organization {org}")),
+            other => other.into(),
+        })?;
+        auth.authorize(
+            Action::Create,
+            &Object::in_org(Resource::OrganizationMember, org.id),
+        )?;
+    }
+    let hashed_password = if needs_password {
+        crate::auth::hash_password(req.password).await?
+    } else {
+        String::new()
+    };
+    let new = NewUser {
+        id: Uuid::new_v4(),
+        email: req.email,
+        username: req.username,
+        name: req.name,
+        hashed_password,
+        status: req.user_status.unwrap_or(UserStatus::Active).as_str().into(),
+        rbac_roles: req.roles,
+        login_type: login_type.as_str().into(),
+        organization_ids,
+    };
+    let row = state.store.create_user(new).await.map_err(|e| match e {
+        store::Error::Conflict { constraint } if constraint.contains("email") => {
+            ApiError::conflict("A user with this email already exists.")
+        }
+        store::Error::Conflict { constraint } if constraint.contains("username") => {
+            ApiError::conflict("A user with this username already exists.")
+        }
+        other => other.into(),
+    })?;
+    Ok((StatusCode::CREATED, Json(user_response(&state, row).await?)))
+}
+
+#[utoipa::path(get, path = "/api/v2/users/{user}", tag = "Users",
+    params(("user" = String, Path, description = "User ID, username, or me")),
+    responses((status = 200, body = User), (status = 404, body = Response)))]
+pub(super) async fn get_user(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<Json<User>> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    Ok(Json(user_response(&state, row).await?))
+}
+
+#[utoipa::path(delete, path = "/api/v2/users/{user}", tag = "Users",
+    params(("user" = String, Path)),
+    responses((status = 200, body = Response), (status = 403, body = Response)))]
+pub(super) async fn delete_user(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<Json<Response>> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    auth.authorize(Action::Delete, &Object::user(row.id))?;
+    if row.id == auth.user.id {
+        return Err(ApiError::forbidden().with_detail("You cannot delete yourself."));
+    }
+    state.store.delete_user(row.id).await?;
+    Ok(Json(Response::new("User has been deleted!")))
+}
+
+async fn set_status(state: &AppState, auth: &Auth, user: &str, status: UserStatus) -> ApiResult<Json<User>> {
+    let row = resolve_user(state, auth, user).await?;
+    auth.authorize(Action::Update, &Object::user(row.id))?;
+    if status == UserStatus::Suspended && row.id == auth.user.id {
+        return Err(ApiError::bad_request("You cannot suspend yourself."));
+    }
+    let row = state.store.update_user_status(row.id, status.as_str()).await?;
+    tracing::info!(user = %row.username, status = status.as_str(), "user status changed");
+    Ok(Json(user_response(state, row).await?))
+}
+
+#[utoipa::path(put, path = "/api/v2/users/{user}/status/suspend", tag = "Users",
+    params(("user" = String, Path)), responses((status = 200, body = User)))]
+pub(super) async fn suspend_user(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<Json<User>> {
+    set_status(&state, &auth, &user, UserStatus::Suspended).await
+}
+
+#[utoipa::path(put, path = "/api/v2/users/{user}/status/activate", tag = "Users",
+    params(("user" = String, Path)), responses((status = 200, body = User)))]
+pub(super) async fn activate_user(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<Json<User>> {
+    set_status(&state, &auth, &user, UserStatus::Active).await
+}
+
+#[utoipa::path(get, path = "/api/v2/users/{user}/roles", tag = "Members",
+    params(("user" = String, Path)), responses((status = 200, body = UserRoles)))]
+pub(super) async fn user_roles(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<Json<UserRoles>> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    let memberships = state.store.memberships_of_user(row.id).await?;
+    Ok(Json(UserRoles {
+        roles: row.rbac_roles,
+        organization_roles: memberships
+            .into_iter()
+            .map(|m| (m.organization_id, m.roles))
+            .collect(),
+    }))
+}
+
+#[utoipa::path(put, path = "/api/v2/users/{user}/roles", tag = "Members",
+    params(("user" = String, Path)), request_body = UpdateRoles,
+    responses((status = 200, body = User), (status = 400, body = Response), (status = 403, body = Response)))]
+pub(super) async fn update_user_roles(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+    Json(req): Json<UpdateRoles>,
+) -> ApiResult<Json<User>> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    auth.authorize(Action::Update, &Object::site(Resource::AssignRole))?;
+    if row.id == auth.user.id {
+        return Err(ApiError::bad_request("You cannot change your own roles."));
+    }
+    // `member` is implicit; accept it for clients that send it back.
+    let mut wanted: Vec<String> = req.roles.into_iter().filter(|r| r != "member").collect();
+    wanted.sort();
+    wanted.dedup();
+    let mut v = Validator::default();
+    for role in &wanted {
+        v.check(
+            crate::authz::site_role(role).is_some(),
+            "roles",
+            format!("{role:?} is not a site role"),
+        );
+    }
+    v.finish()?;
+    let changed = wanted
+        .iter()
+        .filter(|r| !row.rbac_roles.contains(r))
+        .chain(row.rbac_roles.iter().filter(|r| !wanted.contains(r)));
+    for role in changed {
+        if !auth.subject.can_assign_site_role(role) {
+            return Err(ApiError::forbidden().with_detail(format!("You may not assign or remove the role {role:?}.")));
+        }
+    }
+    let row = state.store.update_user_roles(row.id, &wanted).await?;
+    Ok(Json(user_response(&state, row).await?))
+}
+
+#[utoipa::path(put, path = "/api/v2/users/{user}/password", tag = "Users",
+    params(("user" = String, Path)), request_body = UpdateUserPasswordRequest,
+    responses((status = 204), (status = 400, body = Response)))]
+pub(super) async fn update_password(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+    Json(req): Json<UpdateUserPasswordRequest>,
+) -> ApiResult<StatusCode> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    let object = Object::user(row.id);
+    let admin = auth.can(Action::Update, &object);
+    if !admin {
+        auth.authorize(Action::UpdatePersonal, &object)?;
+    }
+    Validator::default().push("password", validate::password(&req.password)).finish()?;
+    // Admins reset others' passwords; everyone proves the old one for their own.
+    if !admin || row.id == auth.user.id {
+        let ok = crate::auth::verify_password(Some(row.hashed_password.clone()), req.old_password).await?;
+        if !ok {
+            return Err(ApiError::validation(vec![codersdk::ValidationError {
+                field: "old_password".into(),
+                detail: "Old password is incorrect.".into(),
+            }]));
+        }
+    }
+    let hashed = crate::auth::hash_password(req.password).await?;
+    state
+        .store
+        .update_user_password(row.id, &hashed, &auth.key.id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

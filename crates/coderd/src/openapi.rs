@@ -1,0 +1,52 @@
+//! The OpenAPI document coderd serves at `/api/v2/openapi.json`, generated from the handlers'
+//! annotations so it cannot drift from the code.
+
+use std::sync::OnceLock;
+
+use utoipa::OpenApi;
+
+use crate::http::{apikeys, meta, organizations, users};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Coder API (coder-rs)", description = "Coder's /api/v2, as implemented by coder-rs."),
+    paths(
+        meta::build_info,
+        users::first_user_exists,
+        users::create_first_user,
+        users::login,
+        users::logout,
+        users::assignable_roles,
+        users::list_users,
+        users::create_user,
+        users::get_user,
+        users::delete_user,
+        users::suspend_user,
+        users::activate_user,
+        users::user_roles,
+        users::update_user_roles,
+        users::update_password,
+        apikeys::create_token,
+        apikeys::list_tokens,
+        apikeys::token_by_name,
+        apikeys::key_by_id,
+        apikeys::delete_key,
+        organizations::list_organizations,
+        organizations::create_organization,
+        organizations::get_organization,
+        organizations::user_organizations,
+        organizations::list_members,
+        organizations::add_member,
+        organizations::remove_member,
+        organizations::update_member_roles,
+    ),
+    components(schemas(codersdk::Response, codersdk::ValidationError))
+)]
+pub struct ApiDoc;
+
+/// The document as JSON, built once.
+pub fn document_json() -> String {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| ApiDoc::openapi().to_pretty_json().unwrap_or_default())
+        .clone()
+}

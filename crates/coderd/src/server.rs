@@ -1,0 +1,135 @@
+//! Launching coderd: [`run`] is `coder server` (database, listener, signals handled by the
+//! caller); [`serve`] runs the API on a given pool and listener, as tests do.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::http::{self, AppState};
+use crate::postgres::{self, embedded};
+use crate::pubsub::Pubsub;
+use crate::store::Store;
+
+/// Name of the database coderd uses inside its embedded cluster.
+const EMBEDDED_DATABASE: &str = "coder";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Postgres(#[from] postgres::Error),
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("serving HTTP: {0}")]
+    Serve(#[source] std::io::Error),
+    #[error("reading deployment settings: {0}")]
+    Store(#[from] crate::store::Error),
+}
+
+/// What [`serve`] needs beyond the pool and the listener.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub http: http::Options,
+}
+
+/// The process-wide Prometheus recorder (a process has one global recorder, however many
+/// servers a test starts in it).
+pub fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            // Fails only if another recorder is installed; ours then just stays empty.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+/// Serves the API on `listener` until `shutdown` is cancelled, then drains in-flight requests.
+pub async fn serve(
+    pool: PgPool,
+    mut options: ServeOptions,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    let store = Store::new(pool.clone());
+    options.http.deployment_id = store.deployment_id().await?;
+    let pubsub = Pubsub::start(pool, shutdown.child_token());
+    let metrics = metrics_handle();
+    let upkeep = metrics.clone();
+    let upkeep_stop = shutdown.child_token();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                () = upkeep_stop.cancelled() => return,
+                _ = tick.tick() => upkeep.run_upkeep(),
+            }
+        }
+    });
+    let state = AppState::new(store, pubsub, options.http, metrics);
+    let app = http::router(state);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(Error::Serve)
+}
+
+/// `coder server`: resolves the database (starting the embedded cluster when no URL is given),
+/// migrates it, binds the listener and serves until `shutdown`; then stops what it started.
+pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<(), Error> {
+    let started = std::time::Instant::now();
+    let (connect, embedded) = match &config.postgres_url {
+        Some(url) => (postgres::parse_url(url)?, None),
+        None => {
+            let pg = embedded::EmbeddedPostgres::start(embedded::Options::new(
+                config.config_dir.join("postgres"),
+            ))
+            .await
+            .map_err(postgres::Error::from)?;
+            pg.ensure_database(EMBEDDED_DATABASE)
+                .await
+                .map_err(postgres::Error::from)?;
+            (pg.connect_options(EMBEDDED_DATABASE), Some(pg))
+        }
+    };
+    let result = async {
+        let pool = postgres::connect_and_migrate(connect, config.postgres_max_conns).await?;
+        let listener = TcpListener::bind(config.http_address)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: config.http_address,
+                source,
+            })?;
+        let bound = listener.local_addr().map_err(Error::Serve)?;
+        let mut http = http::Options::new(config.resolved_access_url(bound));
+        http.session_duration = config.session_duration;
+        http.max_token_lifetime = config.max_token_lifetime;
+        http.default_token_lifetime = http.default_token_lifetime.min(config.max_token_lifetime);
+        tracing::info!(
+            address = %bound,
+            access_url = %http.access_url,
+            startup_ms = started.elapsed().as_millis() as u64,
+            "coderd ready"
+        );
+        let served = serve(pool.clone(), ServeOptions { http }, listener, shutdown).await;
+        pool.close().await;
+        served
+    }
+    .await;
+    if let Some(pg) = embedded
+        && let Err(e) = pg.stop().await
+    {
+        tracing::warn!(error = %e, "stopping embedded PostgreSQL");
+    }
+    result
+}

@@ -1,0 +1,90 @@
+//! The store: the only module that holds SQL. One file per table group; compound operations
+//! that must be atomic are single methods that own their transaction.
+
+mod api_keys;
+mod organizations;
+mod site;
+mod users;
+
+use std::future::Future;
+use std::time::Instant;
+
+use sqlx::PgPool;
+
+pub use api_keys::{ApiKeyRow, NewApiKey};
+pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
+pub use users::{NewUser, UserQuery, UserRow};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("not found")]
+    NotFound,
+    /// A unique constraint refused the write; the name says which.
+    #[error("conflicts with existing data ({constraint})")]
+    Conflict { constraint: String },
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::RowNotFound => Self::NotFound,
+            sqlx::Error::Database(db) if db.is_unique_violation() => Self::Conflict {
+                constraint: db.constraint().unwrap_or_default().to_string(),
+            },
+            other => Self::Database(other),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl Store {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Whether the database answers at all (health checks).
+    pub async fn ping(&self) -> Result<()> {
+        timed("ping", async {
+            sqlx::query_scalar!("SELECT 1 AS one")
+                .fetch_one(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// `server_version_num` of the server we talk to.
+    pub async fn server_version_num(&self) -> Result<i32> {
+        let v = sqlx::query_scalar!("SELECT current_setting('server_version_num')::int AS v")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(v.unwrap_or_default())
+    }
+}
+
+/// Runs one store operation, recording its latency and outcome per operation name.
+pub(crate) async fn timed<T>(op: &'static str, fut: impl Future<Output = Result<T>>) -> Result<T> {
+    let start = Instant::now();
+    let result = fut.await;
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(Error::NotFound) => "not_found",
+        Err(Error::Conflict { .. }) => "conflict",
+        Err(Error::Database(_)) => "error",
+    };
+    metrics::histogram!("coderd_db_query_duration_seconds", "query" => op, "outcome" => outcome)
+        .record(start.elapsed().as_secs_f64());
+    result
+}

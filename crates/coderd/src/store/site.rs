@@ -1,0 +1,23 @@
+//! `site_configs`: deployment-wide values.
+
+use uuid::Uuid;
+
+use super::{Result, Store, timed};
+
+impl Store {
+    /// The deployment's id, created on first use and stable afterwards.
+    pub async fn deployment_id(&self) -> Result<String> {
+        timed("deployment_id", async {
+            sqlx::query!(
+                "INSERT INTO site_configs (key, value) VALUES ('deployment_id', $1) ON CONFLICT (key) DO NOTHING",
+                Uuid::new_v4().to_string()
+            )
+            .execute(&self.pool)
+            .await?;
+            Ok(sqlx::query_scalar!("SELECT value FROM site_configs WHERE key = 'deployment_id'")
+                .fetch_one(&self.pool)
+                .await?)
+        })
+        .await
+    }
+}

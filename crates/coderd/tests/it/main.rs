@@ -1,0 +1,6 @@
+//! coderd's integration tests: the real HTTP API on a real PostgreSQL.
+
+mod auth;
+mod openapi;
+mod rbac;
+mod users;
