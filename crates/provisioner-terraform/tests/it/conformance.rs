@@ -25,11 +25,11 @@
 //!   the provider's default, which is what the goldens show.
 //! - **`form_type` missing from the old `rich-parameters` state**: no accommodation either; the
 //!   converter derives the form type the provider would have chosen.
-//! - **App ids**: the goldens' app ids are the same for every case (`app1` is always
-//!   `634ec976-…`) and appear in plan goldens although plans do not know them: Coder's test
-//!   harness writes them, they are not converter output. They are left out of the comparison and
-//!   checked separately: from a state each app id must be the id of a `coder_app` of the input,
-//!   from a plan it must be empty.
+//! - **App ids**: the goldens give an app the same id in every case where its slug appears, and
+//!   give ids in plan goldens although plans do not know them: Coder's test harness writes them,
+//!   they are not converter output. They are left out of the comparison and checked
+//!   separately: from a state each app id must be the id of a `coder_app` of the input, from a
+//!   plan it must be empty.
 //! - **`is_null` of metadata items** differs between plan and state goldens; nothing to do, the
 //!   inputs differ the same way.
 
@@ -225,7 +225,7 @@ fn check_uncompared_keys(golden: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// App ids are not in the goldens (see the module docs); check them against the input instead.
+/// App ids are not compared with the goldens (see the module docs); check them against the input.
 fn check_app_ids(converted: &Converted, show_json: &str, source: Source) -> anyhow::Result<()> {
     let mut input_ids = BTreeSet::new();
     collect_app_ids(&serde_json::from_str(show_json)?, &mut input_ids);

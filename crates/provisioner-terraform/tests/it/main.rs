@@ -5,4 +5,5 @@ mod behaviour;
 mod conformance;
 mod errors;
 mod robustness;
+mod shape;
 mod support;
