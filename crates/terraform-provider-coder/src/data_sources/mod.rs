@@ -7,6 +7,7 @@ mod parameter_rules;
 mod provisioner;
 mod workspace;
 mod workspace_owner;
+mod workspace_tags;
 
 use crate::provider::DataSource;
 
@@ -17,6 +18,7 @@ pub(crate) fn all() -> Vec<Box<dyn DataSource>> {
         Box::new(provisioner::Provisioner),
         Box::new(workspace::Workspace),
         Box::new(workspace_owner::WorkspaceOwner),
+        Box::new(workspace_tags::WorkspaceTags),
     ]
 }
 

@@ -15,9 +15,10 @@ pub(crate) struct App;
 const SLUG_PATTERN: &str = "^[a-z0-9](-?[a-z0-9])*$";
 
 /// Attribute pairs that must not both be set, as `(attribute, conflicts with)`.
-const CONFLICTS: [(&str, &str); 6] = [
+const CONFLICTS: [(&str, &str); 7] = [
     ("command", "url"),
     ("command", "subdomain"),
+    ("healthcheck", "command"),
     ("external", "healthcheck"),
     ("external", "command"),
     ("external", "subdomain"),

@@ -84,3 +84,79 @@ fn unchanged_config_plans_nothing_and_changes_force_replacement() -> Result<()> 
     assert!(resources(&tf.show_state()?, "values").is_empty());
     Ok(())
 }
+
+/// A state file as Terraform stored it for Coder's Go provider (values from Coder's
+/// display-apps and multiple-agents-multiple-envs fixtures; `coder_env` predates
+/// `merge_strategy`).
+const GO_PROVIDER_STATE: &str = r#"{
+  "version": 4,
+  "terraform_version": "1.11.0",
+  "serial": 1,
+  "lineage": "2f0c0c3e-4a7e-4e8a-9b1e-6d1f3f0b7a10",
+  "outputs": {},
+  "resources": [
+    {
+      "mode": "managed",
+      "type": "coder_agent",
+      "name": "main",
+      "provider": "provider[\"registry.terraform.io/coder/coder\"]",
+      "instances": [
+        {
+          "schema_version": 1,
+          "attributes": {"api_key_scope": "all", "arch": "amd64", "auth": "token", "connection_timeout": 120, "dir": null, "display_apps": [{"port_forwarding_helper": false, "ssh_helper": false, "vscode": false, "vscode_insiders": true, "web_terminal": true}], "env": null, "id": "c49a0e36-fd67-4946-a75f-ff52b77e9f95", "init_script": "", "metadata": [], "motd_file": null, "order": null, "os": "linux", "resources_monitoring": [], "shutdown_script": null, "startup_script": null, "startup_script_behavior": "non-blocking", "token": "d9775224-6ecb-4c53-b24d-931555a7c86a", "troubleshooting_url": null},
+          "sensitive_attributes": []
+        }
+      ]
+    },
+    {
+      "mode": "managed",
+      "type": "coder_env",
+      "name": "one",
+      "provider": "provider[\"registry.terraform.io/coder/coder\"]",
+      "instances": [
+        {
+          "schema_version": 1,
+          "attributes": {"agent_id": "c49a0e36-fd67-4946-a75f-ff52b77e9f95", "id": "fd793e28-41fb-4d56-8b22-6a4ad905245a", "name": "ENV_1", "value": "Env 1"},
+          "sensitive_attributes": [],
+          "dependencies": ["coder_agent.main"]
+        }
+      ]
+    }
+  ]
+}"#;
+
+#[test]
+fn states_written_by_the_go_provider_are_taken_over_unchanged() -> Result<()> {
+    let tf = Tf::new(
+        r#"
+resource "coder_agent" "main" {
+  os   = "linux"
+  arch = "amd64"
+  display_apps {
+    vscode                 = false
+    vscode_insiders        = true
+    web_terminal           = true
+    port_forwarding_helper = false
+    ssh_helper             = false
+  }
+}
+
+resource "coder_env" "one" {
+  agent_id = coder_agent.main.id
+  name     = "ENV_1"
+  value    = "Env 1"
+}
+"#,
+    )?;
+    std::fs::write(tf.dir().join("terraform.tfstate"), GO_PROVIDER_STATE)?;
+    tf.init()?;
+    let (output, _) = tf.run(&["plan", "-no-color", "-input=false", "-detailed-exitcode"])?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(())
+}

@@ -5,5 +5,6 @@ mod agent;
 mod harness;
 mod lifecycle;
 mod parameter;
+mod plugin;
 mod state_shape;
 mod workspace;

@@ -8,6 +8,11 @@ const CONFIG: &str = r#"
 data "coder_workspace" "me" {}
 data "coder_workspace_owner" "me" {}
 data "coder_provisioner" "me" {}
+data "coder_workspace_tags" "custom" {
+  tags = {
+    "region" = "eu"
+  }
+}
 
 resource "terraform_data" "dev" {
   count = data.coder_workspace.me.start_count
