@@ -108,18 +108,18 @@ pub(crate) fn merge_block(block: &Block, planned: &Value, fresh: &Value) -> Valu
     for (name, planned_value) in planned_attrs {
         let fresh_value = fresh.get(name);
         let merged = match block.blocks.iter().find(|b| b.name == name) {
+            // Set elements have no position to correlate; with unknowns inside, the freshly
+            // planned set (from the now-known config) is the answer.
+            Some(nested) if nested.nesting == Nesting::Set && !planned_value.is_wholly_known() => {
+                fresh_value.clone()
+            }
             Some(nested) => match (planned_value, fresh_value) {
-                (Value::List(p), Value::List(f))
-                    if p.len() == f.len()
-                        && (nested.nesting == Nesting::List || planned_value.is_wholly_known()) =>
-                {
-                    Value::List(
-                        p.iter()
-                            .zip(f)
-                            .map(|(p, f)| merge_block(&nested.block, p, f))
-                            .collect(),
-                    )
-                }
+                (Value::List(p), Value::List(f)) if p.len() == f.len() => Value::List(
+                    p.iter()
+                        .zip(f)
+                        .map(|(p, f)| merge_block(&nested.block, p, f))
+                        .collect(),
+                ),
                 _ => merge_value(planned_value, fresh_value),
             },
             None => merge_value(planned_value, fresh_value),
@@ -303,6 +303,19 @@ mod tests {
             first_unknown(&planned, &AttrPath::root()).map(|p| p.to_string()),
             Some("id".to_owned())
         );
+    }
+
+    #[test]
+    fn sets_with_unknowns_take_the_fresh_value() {
+        let planned = object([(
+            "display_apps",
+            Value::List(vec![object([("vscode", Value::unknown())])]),
+        )]);
+        let fresh = object([(
+            "display_apps",
+            Value::List(vec![object([("vscode", Value::from(false))])]),
+        )]);
+        assert_eq!(merge_block(&block(), &planned, &fresh), fresh);
     }
 
     #[test]

@@ -160,3 +160,51 @@ resource "coder_env" "one" {
     );
     Ok(())
 }
+
+#[test]
+fn values_unknown_until_apply_are_resolved_consistently() -> Result<()> {
+    // Unknown values inside a set block, a dynamic block with an unknown count and a refined
+    // unknown (known prefix) must all come back from apply exactly as Terraform planned them.
+    let tf = Tf::new(
+        r#"
+resource "terraform_data" "x" {
+  input = true
+}
+
+resource "coder_agent" "main" {
+  os             = "linux"
+  arch           = "amd64"
+  startup_script = "echo ${terraform_data.x.id}"
+  display_apps {
+    vscode = terraform_data.x.output
+  }
+  dynamic "metadata" {
+    for_each = terraform_data.x.output ? ["a"] : []
+    content {
+      key      = metadata.value
+      script   = "true"
+      interval = 1
+    }
+  }
+}
+
+resource "coder_app" "a" {
+  agent_id = coder_agent.main.id
+  slug     = "a"
+  url      = "http://localhost:${length(terraform_data.x.id)}/x"
+}
+"#,
+    )?;
+    let state = tf.init_plan_apply()?;
+    let agent = values(&state, "coder_agent.main")?;
+    assert_eq!(agent["display_apps"][0]["vscode"], true);
+    assert_eq!(agent["display_apps"][0]["ssh_helper"], true);
+    assert_eq!(agent["metadata"][0]["key"], "a");
+    let id = str_of(&values(&state, "terraform_data.x")?, "id")?.to_owned();
+    assert_eq!(agent["startup_script"], format!("echo {id}"));
+    assert_eq!(
+        values(&state, "coder_app.a")?["url"],
+        format!("http://localhost:{}/x", id.len())
+    );
+    Ok(())
+}
