@@ -4,8 +4,8 @@
 //! proves possession. Only SHA-256 of the secret is stored — tokens are long random strings, so a
 //! fast hash suffices. Passwords are people's choices and get argon2id.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use rand::distr::{Alphanumeric, SampleString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -30,7 +30,9 @@ pub struct GeneratedKey {
 
 impl std::fmt::Debug for GeneratedKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GeneratedKey").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("GeneratedKey")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -91,8 +93,7 @@ pub async fn verify_password(hashed: Option<String>, password: String) -> Result
 }
 
 /// argon2id of a random string nobody knows, with our default parameters.
-const DUMMY_HASH: &str =
-    "$argon2id$v=19$m=19456,t=2,p=1$Y29kZXItcnMtZHVtbXk$1G4W0GRXDFnz0lCkyEVBIH3tNWOdQJ6mRgJWKHk4Jr8";
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$Y29kZXItcnMtZHVtbXk$1G4W0GRXDFnz0lCkyEVBIH3tNWOdQJ6mRgJWKHk4Jr8";
 
 #[cfg(test)]
 mod tests {
@@ -105,7 +106,13 @@ mod tests {
         assert_eq!(id, key.id);
         assert!(secret_matches(secret, &key.hashed_secret));
         assert!(!secret_matches("x".repeat(22).as_str(), &key.hashed_secret));
-        for bad in ["", "abc", "abcdefghij-short", "abcdefghi!-aaaaaaaaaaaaaaaaaaaaaa", &key.id] {
+        for bad in [
+            "",
+            "abc",
+            "abcdefghij-short",
+            "abcdefghi!-aaaaaaaaaaaaaaaaaaaaaa",
+            &key.id,
+        ] {
             assert!(split_token(bad).is_none(), "{bad:?}");
         }
     }
@@ -113,9 +120,24 @@ mod tests {
     #[tokio::test]
     async fn passwords_verify_only_against_their_hash() {
         let hash = hash_password("correct horse".into()).await.expect("hash");
-        assert!(verify_password(Some(hash.clone()), "correct horse".into()).await.expect("verify"));
-        assert!(!verify_password(Some(hash), "battery staple".into()).await.expect("verify"));
-        assert!(!verify_password(None, "anything".into()).await.expect("verify"));
-        assert!(PasswordHash::new(DUMMY_HASH).is_ok(), "dummy hash must parse to cost the same");
+        assert!(
+            verify_password(Some(hash.clone()), "correct horse".into())
+                .await
+                .expect("verify")
+        );
+        assert!(
+            !verify_password(Some(hash), "battery staple".into())
+                .await
+                .expect("verify")
+        );
+        assert!(
+            !verify_password(None, "anything".into())
+                .await
+                .expect("verify")
+        );
+        assert!(
+            PasswordHash::new(DUMMY_HASH).is_ok(),
+            "dummy hash must parse to cost the same"
+        );
     }
 }

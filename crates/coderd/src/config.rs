@@ -22,6 +22,11 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_PG_CONNECTION_URL", hide_env_values = true)]
     pub postgres_url: Option<String>,
 
+    /// Directory with the PostgreSQL server binaries for the embedded database (searched for in
+    /// `pg_config --bindir`, /usr/lib/postgresql/*/bin and PATH when unset).
+    #[arg(long, env = "CODER_PG_BIN_DIR")]
+    pub postgres_bin_dir: Option<PathBuf>,
+
     /// Largest number of connections to PostgreSQL.
     #[arg(long, env = "CODER_PG_CONN_MAX_OPEN", default_value_t = 30)]
     pub postgres_max_conns: u32,
@@ -58,10 +63,14 @@ impl std::fmt::Debug for ServerConfig {
             .field("http_address", &self.http_address)
             .field("access_url", &self.access_url.as_ref().map(Url::as_str))
             .field("postgres_url", &redact(&self.postgres_url))
+            .field("postgres_bin_dir", &self.postgres_bin_dir)
             .field("postgres_max_conns", &self.postgres_max_conns)
             .field("cache_dir", &self.cache_dir)
             .field("provisioner_daemons", &self.provisioner_daemons)
-            .field("provisioner_daemon_psk", &redact(&self.provisioner_daemon_psk))
+            .field(
+                "provisioner_daemon_psk",
+                &redact(&self.provisioner_daemon_psk),
+            )
             .field("session_duration", &self.session_duration)
             .field("max_token_lifetime", &self.max_token_lifetime)
             .field("config_dir", &self.config_dir)

@@ -9,7 +9,10 @@ use crate::http::{apikeys, meta, organizations, users};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Coder API (coder-rs)", description = "Coder's /api/v2, as implemented by coder-rs."),
+    info(
+        title = "Coder API (coder-rs)",
+        description = "Coder's /api/v2, as implemented by coder-rs."
+    ),
     paths(
         meta::build_info,
         users::first_user_exists,

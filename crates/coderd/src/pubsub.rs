@@ -32,7 +32,13 @@ pub mod channels {
     /// A workspace changed (new build, status): payload `<workspace id>`.
     pub const WORKSPACE_UPDATED: &str = "coderd_workspace_updated";
 
-    pub const ALL: &[&str] = &[JOB_POSTED, JOB_LOGS, JOB_UPDATED, AGENT_UPDATED, WORKSPACE_UPDATED];
+    pub const ALL: &[&str] = &[
+        JOB_POSTED,
+        JOB_LOGS,
+        JOB_UPDATED,
+        AGENT_UPDATED,
+        WORKSPACE_UPDATED,
+    ];
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

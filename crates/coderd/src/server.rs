@@ -91,11 +91,11 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     let (connect, embedded) = match &config.postgres_url {
         Some(url) => (postgres::parse_url(url)?, None),
         None => {
-            let pg = embedded::EmbeddedPostgres::start(embedded::Options::new(
-                config.config_dir.join("postgres"),
-            ))
-            .await
-            .map_err(postgres::Error::from)?;
+            let mut options = embedded::Options::new(config.config_dir.join("postgres"));
+            options.bin_dir = config.postgres_bin_dir.clone();
+            let pg = embedded::EmbeddedPostgres::start(options)
+                .await
+                .map_err(postgres::Error::from)?;
             pg.ensure_database(EMBEDDED_DATABASE)
                 .await
                 .map_err(postgres::Error::from)?;

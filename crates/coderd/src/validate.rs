@@ -11,9 +11,9 @@ pub fn name(s: &str) -> Result<(), String> {
     if s == "me" {
         return Err("\"me\" is reserved".into());
     }
-    let ok = s.split('-').all(|part| {
-        !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric())
-    });
+    let ok = s
+        .split('-')
+        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric()));
     if ok {
         Ok(())
     } else {
@@ -36,8 +36,11 @@ pub fn email(s: &str) -> Result<(), String> {
     let valid = s.len() <= 320
         && !s.chars().any(char::is_whitespace)
         && s.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
-                && !domain.starts_with('.') && !domain.ends_with('.')
+            !local.is_empty()
+                && !domain.is_empty()
+                && !domain.contains('@')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
         });
     if valid {
         Ok(())
@@ -69,7 +72,17 @@ mod tests {
         for ok in ["a", "alice", "Alice-2", "a-b-c", &"x".repeat(32)] {
             assert!(name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "-a", "a-", "a--b", "a_b", "a b", "me", "ünï", &"x".repeat(33)] {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a--b",
+            "a_b",
+            "a b",
+            "me",
+            "ünï",
+            &"x".repeat(33),
+        ] {
             assert!(name(bad).is_err(), "{bad}");
         }
     }

@@ -4,10 +4,10 @@ mod pg;
 
 use std::time::Duration;
 
-use codersdk::Client;
-use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
 use coderd::http::Options;
 use coderd::{ServeOptions, serve};
+use codersdk::Client;
+use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -86,7 +86,9 @@ impl TestApp {
     }
 
     /// Creates the first user (the Owner) and returns a client logged in as it.
-    pub async fn owner(&self) -> anyhow::Result<(Client, codersdk::users::CreateFirstUserResponse)> {
+    pub async fn owner(
+        &self,
+    ) -> anyhow::Result<(Client, codersdk::users::CreateFirstUserResponse)> {
         let client = self.client();
         let first = client
             .create_first_user(&CreateFirstUserRequest {

@@ -114,7 +114,10 @@ impl Drop for TestDb {
         // those sessions from the server side instead of closing them from this thread.
         let (admin, name) = (self.admin.clone(), self.name.clone());
         let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
                 return;
             };
             rt.block_on(async move {
@@ -163,7 +166,8 @@ async fn template_database(admin: &PgConnectOptions) -> anyhow::Result<String> {
                         .execute(&mut conn)
                         .await?;
                 }
-                let mut migrate = PgConnection::connect_with(&admin.clone().database(&building)).await?;
+                let mut migrate =
+                    PgConnection::connect_with(&admin.clone().database(&building)).await?;
                 MIGRATOR.run(&mut migrate).await?;
                 migrate.close().await?;
                 // Renamed only once complete, so a crash mid-migration never leaves a template

@@ -148,8 +148,7 @@ impl Filter {
 
 impl Subject {
     fn site_role_defs(&self) -> impl Iterator<Item = &'static RoleDef> + '_ {
-        std::iter::once(roles::MEMBER)
-            .chain(self.site_roles.iter().filter_map(|r| site_role(r)))
+        std::iter::once(roles::MEMBER).chain(self.site_roles.iter().filter_map(|r| site_role(r)))
     }
 
     fn org_role_defs(&self, org: Uuid) -> impl Iterator<Item = &'static RoleDef> + '_ {
@@ -170,11 +169,16 @@ impl Subject {
     /// Whether the caller may perform `action` on `object`.
     pub fn can(&self, action: Action, object: &Object) -> bool {
         let (resource, org) = (object.resource, object.org);
-        if self.site_role_defs().any(|r| r.site.grants(resource, action)) {
+        if self
+            .site_role_defs()
+            .any(|r| r.site.grants(resource, action))
+        {
             return true;
         }
         if let Some(org) = org
-            && self.org_role_defs(org).any(|r| r.org.grants(resource, action))
+            && self
+                .org_role_defs(org)
+                .any(|r| r.org.grants(resource, action))
         {
             return true;
         }
@@ -236,10 +240,16 @@ impl Subject {
     pub fn can_assign_org_role(&self, org: Uuid, role: &str) -> bool {
         let admin = roles::ORGANIZATION_ADMIN.name;
         org_role(role).is_some()
-            && self.can(Action::Update, &Object::in_org(Resource::AssignOrgRole, org))
+            && self.can(
+                Action::Update,
+                &Object::in_org(Resource::AssignOrgRole, org),
+            )
             && (role != admin
                 || self.has_site_role(roles::OWNER.name)
-                || self.orgs.get(&org).is_some_and(|r| r.iter().any(|r| r == admin)))
+                || self
+                    .orgs
+                    .get(&org)
+                    .is_some_and(|r| r.iter().any(|r| r == admin)))
     }
 }
 

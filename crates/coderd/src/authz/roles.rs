@@ -158,7 +158,11 @@ pub const ORGANIZATION_AUDITOR: &RoleDef = &RoleDef {
     name: "organization-auditor",
     display_name: "Organization Auditor",
     site: NONE,
-    org: Grants::Some(&[(AuditLog, READ), (Template, READ), (OrganizationMember, READ)]),
+    org: Grants::Some(&[
+        (AuditLog, READ),
+        (Template, READ),
+        (OrganizationMember, READ),
+    ]),
     user: NONE,
 };
 

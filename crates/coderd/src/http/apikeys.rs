@@ -21,7 +21,10 @@ use crate::store::{self, ApiKeyRow, NewApiKey};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/users/{user}/keys/tokens", get(list_tokens).post(create_token))
+        .route(
+            "/users/{user}/keys/tokens",
+            get(list_tokens).post(create_token),
+        )
         .route("/users/{user}/keys/tokens/{name}", get(token_by_name))
         .route("/users/{user}/keys/{id}", get(key_by_id).delete(delete_key))
 }
@@ -46,12 +49,16 @@ pub(super) async fn issue_key(
         lifetime_seconds,
         expires_at: Utc::now() + chrono::Duration::seconds(lifetime_seconds),
     };
-    state.store.insert_api_key(&key).await.map_err(|e| match e {
-        store::Error::Conflict { .. } => ApiError::conflict(format!(
-            "A token with the name {token_name:?} already exists."
-        )),
-        other => other.into(),
-    })?;
+    state
+        .store
+        .insert_api_key(&key)
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { .. } => ApiError::conflict(format!(
+                "A token with the name {token_name:?} already exists."
+            )),
+            other => other.into(),
+        })?;
     Ok(generated.token)
 }
 
@@ -72,8 +79,14 @@ fn api_key(row: ApiKeyRow) -> ApiKey {
 
 /// A readable default name, like Coder's `adjective-noun`.
 fn random_token_name() -> String {
-    const ADJECTIVES: &[&str] = &["brave", "calm", "eager", "fancy", "gentle", "happy", "jolly", "kind", "lively", "proud", "quiet", "witty"];
-    const NOUNS: &[&str] = &["otter", "falcon", "badger", "heron", "lynx", "marten", "owl", "panda", "quokka", "raven", "tapir", "walrus"];
+    const ADJECTIVES: &[&str] = &[
+        "brave", "calm", "eager", "fancy", "gentle", "happy", "jolly", "kind", "lively", "proud",
+        "quiet", "witty",
+    ];
+    const NOUNS: &[&str] = &[
+        "otter", "falcon", "badger", "heron", "lynx", "marten", "owl", "panda", "quokka", "raven",
+        "tapir", "walrus",
+    ];
     let mut rng = rand::rng();
     let adjective = ADJECTIVES.choose(&mut rng).copied().unwrap_or("calm");
     let noun = NOUNS.choose(&mut rng).copied().unwrap_or("otter");
@@ -91,9 +104,13 @@ pub(super) async fn create_token(
     Json(req): Json<CreateTokenRequest>,
 ) -> ApiResult<(StatusCode, Json<GenerateApiKeyResponse>)> {
     let user = resolve_user(&state, &auth, &user).await?;
-    auth.authorize(Action::Create, &Object::owned(Resource::ApiKey, None, user.id))?;
+    auth.authorize(
+        Action::Create,
+        &Object::owned(Resource::ApiKey, None, user.id),
+    )?;
     if req.lifetime < 0 {
-        return Err(ApiError::bad_request("Invalid token lifetime.").with_detail("lifetime must not be negative"));
+        return Err(ApiError::bad_request("Invalid token lifetime.")
+            .with_detail("lifetime must not be negative"));
     }
     let lifetime = if req.lifetime == 0 {
         state.options.default_token_lifetime
@@ -108,7 +125,8 @@ pub(super) async fn create_token(
         )));
     }
     if !matches!(req.scope.as_str(), "" | "all") {
-        return Err(ApiError::bad_request("Unsupported token scope.").with_detail("only \"all\" is supported"));
+        return Err(ApiError::bad_request("Unsupported token scope.")
+            .with_detail("only \"all\" is supported"));
     }
     let name = if req.token_name.is_empty() {
         random_token_name()
@@ -131,7 +149,10 @@ pub(super) async fn list_tokens(
     Path(user): Path<String>,
 ) -> ApiResult<Json<Vec<ApiKey>>> {
     let user = resolve_user(&state, &auth, &user).await?;
-    auth.authorize(Action::Read, &Object::owned(Resource::ApiKey, None, user.id))?;
+    auth.authorize(
+        Action::Read,
+        &Object::owned(Resource::ApiKey, None, user.id),
+    )?;
     let rows = state.store.api_tokens_of_user(user.id).await?;
     Ok(Json(rows.into_iter().map(api_key).collect()))
 }
@@ -144,8 +165,13 @@ pub(super) async fn token_by_name(
     Path((user, name)): Path<(String, String)>,
 ) -> ApiResult<Json<ApiKey>> {
     let user = resolve_user(&state, &auth, &user).await?;
-    auth.authorize(Action::Read, &Object::owned(Resource::ApiKey, None, user.id))?;
-    Ok(Json(api_key(state.store.api_key_by_name(user.id, &name).await?)))
+    auth.authorize(
+        Action::Read,
+        &Object::owned(Resource::ApiKey, None, user.id),
+    )?;
+    Ok(Json(api_key(
+        state.store.api_key_by_name(user.id, &name).await?,
+    )))
 }
 
 /// The key `id` of `user`, or 404 when it belongs to someone else.
@@ -155,7 +181,10 @@ async fn owned_key(state: &AppState, auth: &Auth, user: &str, id: &str) -> ApiRe
     if key.user_id != user.id {
         return Err(ApiError::not_found());
     }
-    auth.authorize(Action::Read, &Object::owned(Resource::ApiKey, None, user.id))?;
+    auth.authorize(
+        Action::Read,
+        &Object::owned(Resource::ApiKey, None, user.id),
+    )?;
     Ok(key)
 }
 
@@ -177,7 +206,10 @@ pub(super) async fn delete_key(
     Path((user, id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let key = owned_key(&state, &auth, &user, &id).await?;
-    auth.authorize(Action::Delete, &Object::owned(Resource::ApiKey, None, key.user_id))?;
+    auth.authorize(
+        Action::Delete,
+        &Object::owned(Resource::ApiKey, None, key.user_id),
+    )?;
     state.store.delete_api_key(&key.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

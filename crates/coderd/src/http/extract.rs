@@ -27,7 +27,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(body_rejection)?;
         serde_json::from_slice(&bytes).map(Json).map_err(|e| {
             ApiError::bad_request("Request body must be valid JSON.").with_detail(e.to_string())
         })
@@ -58,9 +60,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str(query)
-            .map(Query)
-            .map_err(|e| ApiError::bad_request("Invalid query parameters.").with_detail(e.to_string()))
+        serde_urlencoded::from_str(query).map(Query).map_err(|e| {
+            ApiError::bad_request("Invalid query parameters.").with_detail(e.to_string())
+        })
     }
 }
 
@@ -81,8 +83,10 @@ impl Pagination {
         let limit = self.limit.unwrap_or(0);
         let offset = self.offset.unwrap_or(0);
         if limit < 0 || offset < 0 {
-            return Err(ApiError::bad_request("Query parameters have invalid values.")
-                .with_detail("limit and offset must not be negative"));
+            return Err(
+                ApiError::bad_request("Query parameters have invalid values.")
+                    .with_detail("limit and offset must not be negative"),
+            );
         }
         Ok((if limit == 0 { default_limit } else { limit }, offset))
     }
@@ -126,7 +130,10 @@ impl Auth {
 /// Where a client may put its token, in the order we look.
 pub fn token_from_parts(parts: &Parts) -> Option<String> {
     let headers = &parts.headers;
-    if let Some(v) = headers.get(SESSION_TOKEN_HEADER).and_then(|v| v.to_str().ok()) {
+    if let Some(v) = headers
+        .get(SESSION_TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
         return Some(v.trim().to_string());
     }
     if let Some(v) = headers
@@ -193,8 +200,12 @@ pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
     }
     let now = Utc::now();
     if key.expires_at <= now {
-        return Err(ApiError::unauthorized("Your session token has expired.")
-            .with_detail(format!("It expired at {}; log in again.", key.expires_at.to_rfc3339())));
+        return Err(
+            ApiError::unauthorized("Your session token has expired.").with_detail(format!(
+                "It expired at {}; log in again.",
+                key.expires_at.to_rfc3339()
+            )),
+        );
     }
     match user.status.as_str() {
         "suspended" => {
@@ -225,8 +236,8 @@ pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
 fn refresh_key_if_due(state: &AppState, key: &ApiKeyRow, now: chrono::DateTime<Utc>) {
     let session = chrono::Duration::from_std(state.options.session_duration).unwrap_or_default();
     let mut expires_at = key.expires_at;
-    let refresh = key.login_type == "password"
-        && key.expires_at - now < session - chrono::Duration::hours(1);
+    let refresh =
+        key.login_type == "password" && key.expires_at - now < session - chrono::Duration::hours(1);
     if refresh {
         expires_at = now + session;
     }
@@ -261,6 +272,9 @@ pub async fn resolve_org(state: &AppState, auth: &Auth, param: &str) -> ApiResul
     } else {
         state.store.organization_by_name(param).await?
     };
-    auth.authorize(Action::Read, &Object::in_org(Resource::Organization, org.id))?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::Organization, org.id),
+    )?;
     Ok(org)
 }

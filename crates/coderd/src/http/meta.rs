@@ -45,7 +45,12 @@ async fn api_root() -> Json<Body> {
 #[utoipa::path(get, path = "/api/v2/buildinfo", tag = "General",
     responses((status = 200, body = BuildInfoResponse)))]
 pub(super) async fn build_info(State(state): State<AppState>) -> Json<BuildInfoResponse> {
-    let access = state.options.access_url.as_str().trim_end_matches('/').to_string();
+    let access = state
+        .options
+        .access_url
+        .as_str()
+        .trim_end_matches('/')
+        .to_string();
     Json(BuildInfoResponse {
         external_url: "https://github.com/coder-rs/coder-rs".into(),
         version: version(),
@@ -91,7 +96,11 @@ pub async fn api_not_found() -> ApiError {
 
 pub fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("handler panicked");
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "An internal error occurred.").into_response()
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "An internal error occurred.",
+    )
+    .into_response()
 }
 
 /// Request count and latency per route pattern (never per raw path: ids would explode the

@@ -22,7 +22,10 @@ use crate::validate;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/organizations", get(list_organizations).post(create_organization))
+        .route(
+            "/organizations",
+            get(list_organizations).post(create_organization),
+        )
         .route("/organizations/{organization}", get(get_organization))
         .route("/organizations/{organization}/members", get(list_members))
         .route(
@@ -100,7 +103,9 @@ pub(super) async fn get_organization(
     auth: Auth,
     Path(org): Path<String>,
 ) -> ApiResult<Json<Organization>> {
-    Ok(Json(convert::organization(resolve_org(&state, &auth, &org).await?)))
+    Ok(Json(convert::organization(
+        resolve_org(&state, &auth, &org).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/api/v2/users/{user}/organizations", tag = "Users",
@@ -128,9 +133,14 @@ pub(super) async fn list_members(
     Path(org): Path<String>,
 ) -> ApiResult<Json<Vec<OrganizationMemberWithUserData>>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    auth.authorize(Action::Read, &Object::in_org(Resource::OrganizationMember, org.id))?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::OrganizationMember, org.id),
+    )?;
     let rows = state.store.organization_members(org.id).await?;
-    Ok(Json(rows.into_iter().map(convert::member_with_user).collect()))
+    Ok(Json(
+        rows.into_iter().map(convert::member_with_user).collect(),
+    ))
 }
 
 /// The organization and the user named in a members path, with the user's visibility checked
@@ -162,7 +172,10 @@ pub(super) async fn add_member(
     Path((org, user)): Path<(String, String)>,
 ) -> ApiResult<Json<OrganizationMember>> {
     let (org, user) = org_and_user(&state, &auth, &org, &user).await?;
-    auth.authorize(Action::Create, &Object::in_org(Resource::OrganizationMember, org.id))?;
+    auth.authorize(
+        Action::Create,
+        &Object::in_org(Resource::OrganizationMember, org.id),
+    )?;
     let member = state
         .store
         .add_organization_member(org.id, user.id)
@@ -184,11 +197,19 @@ pub(super) async fn remove_member(
     Path((org, user)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let (org, user) = org_and_user(&state, &auth, &org, &user).await?;
-    auth.authorize(Action::Delete, &Object::in_org(Resource::OrganizationMember, org.id))?;
+    auth.authorize(
+        Action::Delete,
+        &Object::in_org(Resource::OrganizationMember, org.id),
+    )?;
     if user.id == auth.user.id {
-        return Err(ApiError::bad_request("You cannot remove yourself from an organization."));
+        return Err(ApiError::bad_request(
+            "You cannot remove yourself from an organization.",
+        ));
     }
-    state.store.remove_organization_member(org.id, user.id).await?;
+    state
+        .store
+        .remove_organization_member(org.id, user.id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -202,7 +223,10 @@ pub(super) async fn update_member_roles(
     Json(req): Json<UpdateRoles>,
 ) -> ApiResult<Json<OrganizationMember>> {
     let (org, user) = org_and_user(&state, &auth, &org, &user).await?;
-    auth.authorize(Action::Update, &Object::in_org(Resource::AssignOrgRole, org.id))?;
+    auth.authorize(
+        Action::Update,
+        &Object::in_org(Resource::AssignOrgRole, org.id),
+    )?;
     if user.id == auth.user.id {
         return Err(ApiError::bad_request("You cannot change your own roles."));
     }
@@ -239,6 +263,9 @@ pub(super) async fn update_member_roles(
                 .with_detail(format!("You may not assign or remove the role {role:?}.")));
         }
     }
-    let member = state.store.update_member_roles(org.id, user.id, &wanted).await?;
+    let member = state
+        .store
+        .update_member_roles(org.id, user.id, &wanted)
+        .await?;
     Ok(Json(convert::member(member)))
 }

@@ -7,8 +7,8 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
 use codersdk::users::{
     AssignableRole, CreateFirstUserRequest, CreateFirstUserResponse, CreateUserRequest,
-    GetUsersResponse, LoginType, LoginWithPasswordRequest, LoginWithPasswordResponse,
-    UpdateRoles, UpdateUserPasswordRequest, User, UserRoles, UserStatus,
+    GetUsersResponse, LoginType, LoginWithPasswordRequest, LoginWithPasswordResponse, UpdateRoles,
+    UpdateUserPasswordRequest, User, UserRoles, UserStatus,
 };
 use codersdk::{Response, client::SESSION_TOKEN_COOKIE};
 use uuid::Uuid;
@@ -27,7 +27,10 @@ const DEFAULT_USERS_PAGE: i64 = 50;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/users/first", get(first_user_exists).post(create_first_user))
+        .route(
+            "/users/first",
+            get(first_user_exists).post(create_first_user),
+        )
         .route("/users/login", post(login))
         .route("/users/logout", post(logout))
         .route("/users/roles", get(assignable_roles))
@@ -35,7 +38,10 @@ pub fn routes() -> Router<AppState> {
         .route("/users/{user}", get(get_user).delete(delete_user))
         .route("/users/{user}/status/suspend", put(suspend_user))
         .route("/users/{user}/status/activate", put(activate_user))
-        .route("/users/{user}/roles", get(user_roles).put(update_user_roles))
+        .route(
+            "/users/{user}/roles",
+            get(user_roles).put(update_user_roles),
+        )
         .route("/users/{user}/password", put(update_password))
 }
 
@@ -50,13 +56,23 @@ pub(super) async fn user_response(state: &AppState, row: UserRow) -> ApiResult<U
     responses((status = 200, body = Response), (status = 404, body = Response)))]
 pub(super) async fn first_user_exists(State(state): State<AppState>) -> ApiResult<Json<Response>> {
     if state.store.has_any_user().await? {
-        Ok(Json(Response::new("The initial user has already been created!")))
+        Ok(Json(Response::new(
+            "The initial user has already been created!",
+        )))
     } else {
-        Err(ApiError::new(StatusCode::NOT_FOUND, "The initial user has not been created!"))
+        Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "The initial user has not been created!",
+        ))
     }
 }
 
-fn validate_new_user(email: &str, username: &str, name: &str, password: Option<&str>) -> ApiResult<()> {
+fn validate_new_user(
+    email: &str,
+    username: &str,
+    name: &str,
+    password: Option<&str>,
+) -> ApiResult<()> {
     let mut v = Validator::default();
     v.push("email", validate::email(email))
         .push("username", validate::name(username))
@@ -75,7 +91,9 @@ pub(super) async fn create_first_user(
     Json(req): Json<CreateFirstUserRequest>,
 ) -> ApiResult<(StatusCode, Json<CreateFirstUserResponse>)> {
     if state.store.has_any_user().await? {
-        return Err(ApiError::conflict("The initial user has already been created."));
+        return Err(ApiError::conflict(
+            "The initial user has already been created.",
+        ));
     }
     validate_new_user(&req.email, &req.username, &req.name, Some(&req.password))?;
     let hashed_password = crate::auth::hash_password(req.password).await?;
@@ -144,12 +162,18 @@ pub(super) async fn login(
     Ok((
         StatusCode::CREATED,
         [(header::SET_COOKIE, cookie)],
-        Json(LoginWithPasswordResponse { session_token: token }),
+        Json(LoginWithPasswordResponse {
+            session_token: token,
+        }),
     ))
 }
 
 fn session_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {
-    let secure = if state.options.secure_cookies { "; Secure" } else { "" };
+    let secure = if state.options.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
     let cookie = format!(
         "{SESSION_TOKEN_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
     );
@@ -158,7 +182,10 @@ fn session_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {
 
 #[utoipa::path(post, path = "/api/v2/users/logout", tag = "Users",
     responses((status = 200, body = Response)))]
-pub(super) async fn logout(State(state): State<AppState>, auth: Auth) -> ApiResult<impl IntoResponse> {
+pub(super) async fn logout(
+    State(state): State<AppState>,
+    auth: Auth,
+) -> ApiResult<impl IntoResponse> {
     match state.store.delete_api_key(&auth.key.id).await {
         Ok(()) | Err(store::Error::NotFound) => {}
         Err(e) => return Err(e.into()),
@@ -201,8 +228,9 @@ fn parse_user_query(q: &str) -> ApiResult<UserQuery> {
     for term in q.split_whitespace() {
         match term.split_once(':') {
             Some(("status", v)) => {
-                v.parse::<UserStatus>()
-                    .map_err(|e| ApiError::bad_request("Invalid user search query.").with_detail(e))?;
+                v.parse::<UserStatus>().map_err(|e| {
+                    ApiError::bad_request("Invalid user search query.").with_detail(e)
+                })?;
                 query.statuses.push(v.to_string());
             }
             Some(("role", v)) => query.roles.push(v.to_string()),
@@ -266,7 +294,9 @@ pub(super) async fn create_user(
     }
     for role in &req.roles {
         if !auth.subject.can_assign_site_role(role) {
-            return Err(ApiError::forbidden().with_detail(format!("you may not assign the role {role:?}")));
+            return Err(
+                ApiError::forbidden().with_detail(format!("you may not assign the role {role:?}"))
+            );
         }
     }
     let mut organization_ids = req.organization_ids.clone();
@@ -275,11 +305,15 @@ pub(super) async fn create_user(
         organization_ids.push(state.store.default_organization().await?.id);
     }
     for org in &organization_ids {
-        let org = state.store.organization_by_id(*org).await.map_err(|e| match e {
-            store::Error::NotFound => ApiError::bad_request("Organization does not exist.")
-                .with_detail(format!("no organization {org}")),
-            other => other.into(),
-        })?;
+        let org = state
+            .store
+            .organization_by_id(*org)
+            .await
+            .map_err(|e| match e {
+                store::Error::NotFound => ApiError::bad_request("Organization does not exist.")
+                    .with_detail(format!("no organization {org}")),
+                other => other.into(),
+            })?;
         auth.authorize(
             Action::Create,
             &Object::in_org(Resource::OrganizationMember, org.id),
@@ -296,7 +330,11 @@ pub(super) async fn create_user(
         username: req.username,
         name: req.name,
         hashed_password,
-        status: req.user_status.unwrap_or(UserStatus::Active).as_str().into(),
+        status: req
+            .user_status
+            .unwrap_or(UserStatus::Active)
+            .as_str()
+            .into(),
         rbac_roles: req.roles,
         login_type: login_type.as_str().into(),
         organization_ids,
@@ -342,13 +380,21 @@ pub(super) async fn delete_user(
     Ok(Json(Response::new("User has been deleted!")))
 }
 
-async fn set_status(state: &AppState, auth: &Auth, user: &str, status: UserStatus) -> ApiResult<Json<User>> {
+async fn set_status(
+    state: &AppState,
+    auth: &Auth,
+    user: &str,
+    status: UserStatus,
+) -> ApiResult<Json<User>> {
     let row = resolve_user(state, auth, user).await?;
     auth.authorize(Action::Update, &Object::user(row.id))?;
     if status == UserStatus::Suspended && row.id == auth.user.id {
         return Err(ApiError::bad_request("You cannot suspend yourself."));
     }
-    let row = state.store.update_user_status(row.id, status.as_str()).await?;
+    let row = state
+        .store
+        .update_user_status(row.id, status.as_str())
+        .await?;
     tracing::info!(user = %row.username, status = status.as_str(), "user status changed");
     Ok(Json(user_response(state, row).await?))
 }
@@ -424,7 +470,8 @@ pub(super) async fn update_user_roles(
         .chain(row.rbac_roles.iter().filter(|r| !wanted.contains(r)));
     for role in changed {
         if !auth.subject.can_assign_site_role(role) {
-            return Err(ApiError::forbidden().with_detail(format!("You may not assign or remove the role {role:?}.")));
+            return Err(ApiError::forbidden()
+                .with_detail(format!("You may not assign or remove the role {role:?}.")));
         }
     }
     let row = state.store.update_user_roles(row.id, &wanted).await?;
@@ -446,10 +493,13 @@ pub(super) async fn update_password(
     if !admin {
         auth.authorize(Action::UpdatePersonal, &object)?;
     }
-    Validator::default().push("password", validate::password(&req.password)).finish()?;
+    Validator::default()
+        .push("password", validate::password(&req.password))
+        .finish()?;
     // Admins reset others' passwords; everyone proves the old one for their own.
     if !admin || row.id == auth.user.id {
-        let ok = crate::auth::verify_password(Some(row.hashed_password.clone()), req.old_password).await?;
+        let ok = crate::auth::verify_password(Some(row.hashed_password.clone()), req.old_password)
+            .await?;
         if !ok {
             return Err(ApiError::validation(vec![codersdk::ValidationError {
                 field: "old_password".into(),

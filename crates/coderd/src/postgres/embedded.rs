@@ -36,6 +36,12 @@ pub enum Error {
     )]
     BinariesNotFound,
     #[error(
+        "PostgreSQL server binaries (initdb, postgres) are not in {}; install them (Debian: \
+         `apt-get install postgresql`), point --postgres-bin-dir elsewhere, or pass --postgres-url",
+        .0.display()
+    )]
+    BinariesNotIn(PathBuf),
+    #[error(
         "running as root, the embedded PostgreSQL must run as the unprivileged system user \
          `postgres`, which does not exist; create it (Debian's `postgresql` package does) or pass \
          --postgres-url"
@@ -67,6 +73,8 @@ pub struct Options {
     /// Turning fsync off is only acceptable for throwaway test clusters.
     pub fsync: bool,
     pub max_connections: u32,
+    /// Where `initdb` and `postgres` are; searched for when absent.
+    pub bin_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -75,6 +83,7 @@ impl Options {
             root_dir: root_dir.into(),
             fsync: true,
             max_connections: 200,
+            bin_dir: None,
         }
     }
 }
@@ -103,7 +112,11 @@ impl EmbeddedPostgres {
     /// same directory, e.g. left behind by a crashed server) and waits until it accepts
     /// connections.
     pub async fn start(options: Options) -> Result<Self, Error> {
-        let bin_dir = find_bin_dir().ok_or(Error::BinariesNotFound)?;
+        let bin_dir = match &options.bin_dir {
+            Some(dir) if has_server_binaries(dir) => dir.clone(),
+            Some(dir) => return Err(Error::BinariesNotIn(dir.clone())),
+            None => find_bin_dir().ok_or(Error::BinariesNotFound)?,
+        };
         let run_as = run_as()?;
         let root_dir = choose_root_dir(&options.root_dir, run_as.as_ref())?;
         if root_dir != options.root_dir {
@@ -169,8 +182,14 @@ impl EmbeddedPostgres {
             .arg(PORT.to_string())
             .args(["-c", "listen_addresses="])
             .args(["-c", "unix_socket_permissions=0700"])
-            .args(["-c", &format!("max_connections={}", options.max_connections)])
-            .args(["-c", &format!("fsync={}", if options.fsync { "on" } else { "off" })])
+            .args([
+                "-c",
+                &format!("max_connections={}", options.max_connections),
+            ])
+            .args([
+                "-c",
+                &format!("fsync={}", if options.fsync { "on" } else { "off" }),
+            ])
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
@@ -222,10 +241,9 @@ impl EmbeddedPostgres {
 
     /// A `postgres://` URL for the same connection, for tools such as psql.
     pub fn url(&self, database: &str) -> String {
-        let host: String = url::form_urlencoded::byte_serialize(
-            self.socket_dir.to_string_lossy().as_bytes(),
-        )
-        .collect();
+        let host: String =
+            url::form_urlencoded::byte_serialize(self.socket_dir.to_string_lossy().as_bytes())
+                .collect();
         format!("postgres://{SUPERUSER}@{host}:{PORT}/{database}")
     }
 
@@ -305,8 +323,10 @@ impl EmbeddedPostgres {
 /// The directory holding `initdb` and `postgres`: `pg_config --bindir`, then the newest
 /// `/usr/lib/postgresql/<version>/bin`, then PATH.
 pub fn find_bin_dir() -> Option<PathBuf> {
-    let has_server = |dir: &Path| dir.join("postgres").is_file() && dir.join("initdb").is_file();
-    if let Ok(out) = std::process::Command::new("pg_config").arg("--bindir").output()
+    let has_server = |dir: &Path| has_server_binaries(dir);
+    if let Ok(out) = std::process::Command::new("pg_config")
+        .arg("--bindir")
+        .output()
         && out.status.success()
     {
         let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
@@ -328,7 +348,12 @@ pub fn find_bin_dir() -> Option<PathBuf> {
     if let Some((_, dir)) = versions.pop() {
         return Some(dir);
     }
-    std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).find(|dir| has_server(dir)))
+    std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).find(|dir| has_server(dir)))
+}
+
+fn has_server_binaries(dir: &Path) -> bool {
+    dir.join("postgres").is_file() && dir.join("initdb").is_file()
 }
 
 fn run_as() -> Result<Option<RunAs>, Error> {
@@ -421,7 +446,13 @@ async fn initdb(bin_dir: &Path, data_dir: &Path, run_as: Option<&RunAs>) -> Resu
     let mut cmd = std::process::Command::new(bin_dir.join("initdb"));
     cmd.arg("-D")
         .arg(data_dir)
-        .args(["-U", SUPERUSER, "--auth=trust", "--encoding=UTF8", "--no-locale"])
+        .args([
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--no-locale",
+        ])
         .stdin(Stdio::null());
     if let Some(user) = run_as {
         cmd.uid(user.uid.as_raw()).gid(user.gid.as_raw());
@@ -496,12 +527,18 @@ mod tests {
         let configured = locked.join("postgres");
         let chosen = choose_root_dir(&configured, Some(&nobody)).expect("choose");
         assert!(chosen.starts_with("/var/lib/coder/embedded-postgres"));
-        assert_eq!(chosen, choose_root_dir(&configured, Some(&nobody)).expect("again"));
+        assert_eq!(
+            chosen,
+            choose_root_dir(&configured, Some(&nobody)).expect("again")
+        );
         let open = dir.path().join("open");
         std::fs::create_dir(&open).expect("mkdir");
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         if ancestors_traversable(&open, &nobody) {
-            assert_eq!(choose_root_dir(&open.join("pg"), Some(&nobody)).expect("open"), open.join("pg"));
+            assert_eq!(
+                choose_root_dir(&open.join("pg"), Some(&nobody)).expect("open"),
+                open.join("pg")
+            );
         }
     }
 }

@@ -54,7 +54,9 @@ pub async fn connect_and_migrate(
     .await
     .map_err(Error::Connect)?;
     if version.num < MIN_SERVER_VERSION {
-        return Err(Error::TooOld { found: version.name });
+        return Err(Error::TooOld {
+            found: version.name,
+        });
     }
     MIGRATOR.run(&pool).await?;
     Ok(pool)

@@ -100,11 +100,9 @@ impl Store {
 
     pub async fn has_any_user(&self) -> Result<bool> {
         timed("has_any_user", async {
-            let exists = sqlx::query_scalar!(
-                r#"SELECT EXISTS (SELECT 1 FROM users) AS "exists!""#
-            )
-            .fetch_one(&self.pool)
-            .await?;
+            let exists = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM users) AS "exists!""#)
+                .fetch_one(&self.pool)
+                .await?;
             Ok(exists)
         })
         .await

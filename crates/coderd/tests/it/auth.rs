@@ -19,7 +19,10 @@ async fn first_user_is_created_once() -> anyhow::Result<()> {
 
     let me = owner.user("me").await?;
     assert_eq!(me.id, first.user_id);
-    assert_eq!(me.roles.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["owner"]);
+    assert_eq!(
+        me.roles.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["owner"]
+    );
     assert_eq!(me.organization_ids, vec![first.organization_id]);
     let org = owner.organization("coder").await?;
     assert!(org.is_default);
@@ -80,7 +83,11 @@ async fn first_user_input_is_validated() -> anyhow::Result<()> {
         panic!("expected an API error, got {err}");
     };
     assert_eq!(status, 400);
-    let mut fields: Vec<_> = response.validations.iter().map(|v| v.field.as_str()).collect();
+    let mut fields: Vec<_> = response
+        .validations
+        .iter()
+        .map(|v| v.field.as_str())
+        .collect();
     fields.sort();
     assert_eq!(fields, ["email", "password", "username"]);
     assert!(!app.client().has_first_user().await?, "nothing written");
@@ -99,8 +106,12 @@ async fn wrong_password_and_unknown_user_get_the_same_answer() -> anyhow::Result
         };
         async move { client.login_with_password(&req).await }
     };
-    let wrong = login("owner@example.com", "not the password").await.expect_err("wrong");
-    let unknown = login("nobody@example.com", PASSWORD).await.expect_err("unknown");
+    let wrong = login("owner@example.com", "not the password")
+        .await
+        .expect_err("wrong");
+    let unknown = login("nobody@example.com", PASSWORD)
+        .await
+        .expect_err("unknown");
     for err in [&wrong, &unknown] {
         assert_eq!(status(err), 401);
     }
@@ -116,7 +127,11 @@ async fn logout_revokes_the_session() -> anyhow::Result<()> {
     owner.logout().await?;
     let err = owner.user("me").await.expect_err("logged out");
     assert_eq!(status(&err), 401);
-    assert_eq!(second.user("me").await?.username, "owner", "other sessions unaffected");
+    assert_eq!(
+        second.user("me").await?.username,
+        "owner",
+        "other sessions unaffected"
+    );
     Ok(())
 }
 
@@ -127,7 +142,12 @@ async fn requests_without_or_with_garbage_tokens_are_refused() -> anyhow::Result
     let none = app.client().user("me").await.expect_err("no token");
     assert_eq!(status(&none), 401);
     for token in ["garbage", "abcdefghij-aaaaaaaaaaaaaaaaaaaaaa", ""] {
-        let err = app.client().with_token(token).user("me").await.expect_err(token);
+        let err = app
+            .client()
+            .with_token(token)
+            .user("me")
+            .await
+            .expect_err(token);
         assert_eq!(status(&err), 401, "{token:?}");
     }
     Ok(())
@@ -209,7 +229,10 @@ async fn tokens_expire_and_lifetimes_are_bounded() -> anyhow::Result<()> {
         .await
         .expect_err("too long");
     assert_eq!(status(&too_long), 400);
-    assert!(owner.token_by_name("me", "forever").await.is_err(), "nothing written");
+    assert!(
+        owner.token_by_name("me", "forever").await.is_err(),
+        "nothing written"
+    );
     Ok(())
 }
 
@@ -232,13 +255,20 @@ async fn suspended_users_are_locked_out_at_once() -> anyhow::Result<()> {
         assert_eq!(status(&err), 401);
         assert!(err.to_string().contains("suspended"), "{err}");
     }
-    let login = app.login("alice@example.com", PASSWORD).await.err().expect("suspended login");
+    let login = app
+        .login("alice@example.com", PASSWORD)
+        .await
+        .expect_err("suspended login");
     assert!(login.to_string().contains("suspended"), "{login}");
 
     owner
         .update_user_status(&user.id.to_string(), codersdk::users::UserStatus::Active)
         .await?;
-    assert_eq!(alice.user("me").await?.username, "alice", "same token works again");
+    assert_eq!(
+        alice.user("me").await?.username,
+        "alice",
+        "same token works again"
+    );
     Ok(())
 }
 
@@ -269,7 +299,10 @@ async fn password_change_needs_the_old_password_and_ends_other_sessions() -> any
         )
         .await?;
     alice.user("me").await?;
-    assert_eq!(status(&other_session.user("me").await.expect_err("ended")), 401);
+    assert_eq!(
+        status(&other_session.user("me").await.expect_err("ended")),
+        401
+    );
     app.login("alice@example.com", "a new password").await?;
     Ok(())
 }

@@ -10,7 +10,14 @@ use serde_json::{Value, json};
 use testutil::{TestApp, unique};
 
 /// Column order of the expectations.
-const ROLES: [&str; 6] = ["owner", "user-admin", "template-admin", "auditor", "member", "org-admin"];
+const ROLES: [&str; 6] = [
+    "owner",
+    "user-admin",
+    "template-admin",
+    "auditor",
+    "member",
+    "org-admin",
+];
 
 struct Row {
     method: Method,
@@ -40,14 +47,41 @@ fn rows() -> Vec<Row> {
         row(
             M::POST,
             "/api/v2/users",
-            Some(json!({"email": "{victim}-new@example.com", "username": "{victim}-new", "login_type": "none"})),
+            Some(
+                json!({"email": "{victim}-new@example.com", "username": "{victim}-new", "login_type": "none"}),
+            ),
             [201, 201, 403, 403, 403, 403],
         ),
-        row(M::GET, "/api/v2/users/{victim}", None, [200, 200, 200, 200, 404, 404]),
-        row(M::GET, "/api/v2/users/{victim}/roles", None, [200, 200, 200, 200, 404, 404]),
-        row(M::GET, "/api/v2/users/{victim}/organizations", None, [200, 200, 200, 200, 404, 404]),
-        row(M::PUT, "/api/v2/users/{victim}/status/suspend", None, [200, 200, 403, 403, 404, 404]),
-        row(M::PUT, "/api/v2/users/{victim}/status/activate", None, [200, 200, 403, 403, 404, 404]),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}",
+            None,
+            [200, 200, 200, 200, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/roles",
+            None,
+            [200, 200, 200, 200, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/organizations",
+            None,
+            [200, 200, 200, 200, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/users/{victim}/status/suspend",
+            None,
+            [200, 200, 403, 403, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/users/{victim}/status/activate",
+            None,
+            [200, 200, 403, 403, 404, 404],
+        ),
         row(
             M::PUT,
             "/api/v2/users/{victim}/roles",
@@ -60,8 +94,18 @@ fn rows() -> Vec<Row> {
             Some(json!({"password": "a brand new password"})),
             [204, 204, 403, 403, 404, 404],
         ),
-        row(M::DELETE, "/api/v2/users/{victim}", None, [200, 200, 403, 403, 404, 404]),
-        row(M::GET, "/api/v2/users/{victim}/keys/tokens", None, [200, 404, 404, 404, 404, 404]),
+        row(
+            M::DELETE,
+            "/api/v2/users/{victim}",
+            None,
+            [200, 200, 403, 403, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/keys/tokens",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
         row(
             M::POST,
             "/api/v2/users/{victim}/keys/tokens",
@@ -70,29 +114,53 @@ fn rows() -> Vec<Row> {
         ),
         row(M::GET, "/api/v2/organizations", None, [200; 6]),
         row(M::GET, "/api/v2/organizations/coder", None, [200; 6]),
-        row(M::GET, "/api/v2/organizations/coder/members", None, [200; 6]),
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/members",
+            None,
+            [200; 6],
+        ),
         row(
             M::POST,
             "/api/v2/organizations",
             Some(json!({"name": "{victim}-org"})),
             [201, 403, 403, 403, 403, 403],
         ),
-        row(M::GET, "/api/v2/organizations/other", None, [200, 200, 200, 200, 404, 404]),
-        row(M::POST, "/api/v2/organizations/other/members/{victim}", None, [200, 200, 403, 403, 404, 404]),
+        row(
+            M::GET,
+            "/api/v2/organizations/other",
+            None,
+            [200, 200, 200, 200, 404, 404],
+        ),
+        row(
+            M::POST,
+            "/api/v2/organizations/other/members/{victim}",
+            None,
+            [200, 200, 403, 403, 404, 404],
+        ),
         row(
             M::PUT,
             "/api/v2/organizations/coder/members/{victim}/roles",
             Some(json!({"roles": ["organization-auditor"]})),
             [200, 200, 403, 403, 403, 200],
         ),
-        row(M::DELETE, "/api/v2/organizations/coder/members/{victim}", None, [204, 204, 403, 403, 403, 204]),
+        row(
+            M::DELETE,
+            "/api/v2/organizations/coder/members/{victim}",
+            None,
+            [204, 204, 403, 403, 403, 204],
+        ),
     ]
 }
 
 fn fill(value: &Value, victim: &str) -> Value {
     match value {
         Value::String(s) => Value::String(s.replace("{victim}", victim)),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), fill(v, victim))).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), fill(v, victim)))
+                .collect(),
+        ),
         Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, victim)).collect()),
         other => other.clone(),
     }
@@ -148,7 +216,11 @@ async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
             }
         }
     }
-    assert!(failures.is_empty(), "RBAC mismatches:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "RBAC mismatches:\n{}",
+        failures.join("\n")
+    );
     Ok(())
 }
 
@@ -161,7 +233,12 @@ async fn endpoints_need_a_session_except_the_public_ones() -> anyhow::Result<()>
         let status = anonymous.request(Method::GET, path)?.send().await?.status();
         assert_eq!(status, 200, "{path}");
     }
-    for path in ["/api/v2/users", "/api/v2/users/me", "/api/v2/organizations", "/api/v2/users/roles"] {
+    for path in [
+        "/api/v2/users",
+        "/api/v2/users/me",
+        "/api/v2/organizations",
+        "/api/v2/users/roles",
+    ] {
         let status = anonymous.request(Method::GET, path)?.send().await?.status();
         assert_eq!(status, 401, "{path}");
     }

@@ -59,7 +59,11 @@ async fn unknown_fields_are_ignored() -> anyhow::Result<()> {
     let body = serde_json::json!({
         "email": "x@example.com", "username": "x", "password": PASSWORD, "favourite_colour": "teal",
     });
-    let resp = owner.request(Method::POST, "/api/v2/users")?.json(&body).send().await?;
+    let resp = owner
+        .request(Method::POST, "/api/v2/users")?
+        .json(&body)
+        .send()
+        .await?;
     assert_eq!(resp.status(), 201);
     Ok(())
 }
@@ -77,20 +81,40 @@ async fn users_are_listed_searched_and_deleted() -> anyhow::Result<()> {
     assert_eq!(names, ["albert", "alice", "bob", "owner"]);
     let al = owner.users("al").await?;
     assert_eq!(al.count, 2);
-    owner.update_user_status("bob", codersdk::users::UserStatus::Suspended).await?;
-    assert_eq!(owner.users("status:suspended").await?.users[0].username, "bob");
+    owner
+        .update_user_status("bob", codersdk::users::UserStatus::Suspended)
+        .await?;
+    assert_eq!(
+        owner.users("status:suspended").await?.users[0].username,
+        "bob"
+    );
     assert_eq!(owner.users("role:owner").await?.count, 1);
-    let bad = owner.users("colour:teal").await.expect_err("unknown filter");
+    let bad = owner
+        .users("colour:teal")
+        .await
+        .expect_err("unknown filter");
     assert_eq!(status(&bad), 400);
 
     let page = owner
-        .get_query::<codersdk::users::GetUsersResponse, _>("/api/v2/users", &[("limit", "2"), ("offset", "1")])
+        .get_query::<codersdk::users::GetUsersResponse, _>(
+            "/api/v2/users",
+            &[("limit", "2"), ("offset", "1")],
+        )
         .await?;
     assert_eq!(page.count, 4);
-    assert_eq!(page.users.iter().map(|u| u.username.as_str()).collect::<Vec<_>>(), ["alice", "bob"]);
+    assert_eq!(
+        page.users
+            .iter()
+            .map(|u| u.username.as_str())
+            .collect::<Vec<_>>(),
+        ["alice", "bob"]
+    );
 
     owner.delete_user("albert").await?;
-    assert_eq!(status(&owner.user("albert").await.expect_err("deleted")), 404);
+    assert_eq!(
+        status(&owner.user("albert").await.expect_err("deleted")),
+        404
+    );
     let deleted_login = app.login("albert@example.com", PASSWORD).await;
     assert!(deleted_login.is_err());
     let me = owner.delete_user("me").await.expect_err("self");
@@ -103,7 +127,10 @@ async fn duplicate_usernames_and_emails_conflict() -> anyhow::Result<()> {
     let app = TestApp::new().await?;
     let (owner, _) = app.owner().await?;
     app.user(&owner, "alice", &[]).await?;
-    for (email, username) in [("ALICE@example.com", "alice2"), ("new@example.com", "Alice")] {
+    for (email, username) in [
+        ("ALICE@example.com", "alice2"),
+        ("new@example.com", "Alice"),
+    ] {
         let err = owner
             .create_user(&CreateUserRequest {
                 email: email.into(),
@@ -125,18 +152,36 @@ async fn role_changes_follow_the_rules() -> anyhow::Result<()> {
     let (admin, _) = app.user(&owner, "useradmin", &["user-admin"]).await?;
     let (_, bob) = app.user(&owner, "bob", &[]).await?;
 
-    let updated = admin.update_user_roles("bob", &["template-admin".into()]).await?;
+    let updated = admin
+        .update_user_roles("bob", &["template-admin".into()])
+        .await?;
     assert_eq!(updated.roles[0].name, "template-admin");
     assert_eq!(updated.roles[0].display_name, "Template Admin");
-    assert_eq!(owner.user_roles(&bob.id.to_string()).await?.roles, ["template-admin"]);
+    assert_eq!(
+        owner.user_roles(&bob.id.to_string()).await?.roles,
+        ["template-admin"]
+    );
 
-    let escalate = admin.update_user_roles("bob", &["owner".into()]).await.expect_err("owner");
+    let escalate = admin
+        .update_user_roles("bob", &["owner".into()])
+        .await
+        .expect_err("owner");
     assert_eq!(status(&escalate), 403);
-    let own = admin.update_user_roles("me", &["owner".into()]).await.expect_err("self");
+    let own = admin
+        .update_user_roles("me", &["owner".into()])
+        .await
+        .expect_err("self");
     assert_eq!(status(&own), 400);
-    let unknown = owner.update_user_roles("bob", &["wizard".into()]).await.expect_err("unknown role");
+    let unknown = owner
+        .update_user_roles("bob", &["wizard".into()])
+        .await
+        .expect_err("unknown role");
     assert_eq!(status(&unknown), 400);
-    assert_eq!(owner.user("bob").await?.roles[0].name, "template-admin", "unchanged");
+    assert_eq!(
+        owner.user("bob").await?.roles[0].name,
+        "template-admin",
+        "unchanged"
+    );
 
     owner.update_user_roles("bob", &["owner".into()]).await?;
     assert_eq!(owner.user("bob").await?.roles[0].name, "owner");
@@ -164,14 +209,27 @@ async fn organizations_and_members() -> anyhow::Result<()> {
         .expect_err("duplicate");
     assert_eq!(status(&dup), 409);
 
-    assert_eq!(status(&alice.organization("acme").await.expect_err("not a member")), 404);
+    assert_eq!(
+        status(&alice.organization("acme").await.expect_err("not a member")),
+        404
+    );
     owner.add_organization_member("acme", "alice").await?;
     assert_eq!(alice.organization("acme").await?.id, org.id);
-    let mut orgs: Vec<_> = alice.user_organizations("me").await?.into_iter().map(|o| o.name).collect();
+    let mut orgs: Vec<_> = alice
+        .user_organizations("me")
+        .await?
+        .into_iter()
+        .map(|o| o.name)
+        .collect();
     orgs.sort();
     assert_eq!(orgs, ["acme", "coder"]);
     assert_eq!(
-        status(&owner.add_organization_member("acme", "alice").await.expect_err("again")),
+        status(
+            &owner
+                .add_organization_member("acme", "alice")
+                .await
+                .expect_err("again")
+        ),
         409
     );
 
@@ -181,9 +239,16 @@ async fn organizations_and_members() -> anyhow::Result<()> {
     assert_eq!(member.roles[0].name, "organization-admin");
     let members = alice.organization_members("acme").await?;
     assert_eq!(members.len(), 2);
-    assert!(members.iter().any(|m| m.user_id == alice_user.id && m.roles[0].name == "organization-admin"));
+    assert!(
+        members
+            .iter()
+            .any(|m| m.user_id == alice_user.id && m.roles[0].name == "organization-admin")
+    );
 
     owner.remove_organization_member("acme", "alice").await?;
-    assert_eq!(status(&alice.organization("acme").await.expect_err("removed")), 404);
+    assert_eq!(
+        status(&alice.organization("acme").await.expect_err("removed")),
+        404
+    );
     Ok(())
 }

@@ -1,0 +1,62 @@
+//! `coder server`: run coderd until SIGINT/SIGTERM.
+
+use anyhow::Context;
+use coderd::ServerConfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::GlobalArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub config: ServerConfig,
+}
+
+pub fn init_logging(verbose: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if verbose {
+        "debug,sqlx=warn,hyper=info"
+    } else {
+        "info,sqlx=warn"
+    };
+    let filter = EnvFilter::try_from_env("CODER_LOG_FILTER")
+        .or_else(|_| EnvFilter::try_new(default))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Cancels `token` on the first SIGINT or SIGTERM; a second one exits at once.
+pub fn cancel_on_signal(token: CancellationToken) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
+    let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    tokio::spawn(async move {
+        for round in 0.. {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            if round == 0 {
+                tracing::info!("shutting down gracefully; signal again to exit immediately");
+                token.cancel();
+            } else {
+                std::process::exit(1);
+            }
+        }
+    });
+    Ok(())
+}
+
+pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<()> {
+    init_logging(global.verbose);
+    let mut config = args.config;
+    config.config_dir = global.config_dir()?.path().to_path_buf();
+    let shutdown = CancellationToken::new();
+    cancel_on_signal(shutdown.clone())?;
+    coderd::run(config, shutdown).await?;
+    tracing::info!("coderd stopped");
+    Ok(())
+}

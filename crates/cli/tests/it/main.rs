@@ -1,0 +1,5 @@
+//! End-to-end tests of the real `coder` binary.
+
+mod cli;
+mod harness;
+mod server;

@@ -1,0 +1,219 @@
+//! `coder server` as a process: the embedded PostgreSQL, restarts, and clean shutdown.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use codersdk::Client;
+use codersdk::apikeys::CreateTokenRequest;
+use codersdk::users::{CreateFirstUserRequest, LoginWithPasswordRequest};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use testutil::PASSWORD;
+use url::Url;
+
+use crate::harness::command_with_config;
+
+struct Server {
+    child: Child,
+    url: Url,
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+async fn start(config: &std::path::Path) -> anyhow::Result<Server> {
+    let port = free_port()?;
+    let log = std::fs::File::create(config.join(format!("server-{port}.log")))?;
+    let child = command_with_config(config.to_path_buf())
+        .args([
+            "server",
+            "--http-address",
+            &format!("127.0.0.1:{port}"),
+            "--provisioner-daemons",
+            "0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()?;
+    let url = Url::parse(&format!("http://127.0.0.1:{port}"))?;
+    let client = Client::new(url.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.build_info().await.is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "server did not start; see {}",
+            config.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(Server { child, url })
+}
+
+impl Server {
+    /// SIGTERM, then wait for a clean exit.
+    fn stop(mut self) -> anyhow::Result<()> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM)?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                anyhow::ensure!(status.success(), "server exited with {status}");
+                return Ok(());
+            }
+            anyhow::ensure!(Instant::now() < deadline, "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn postmaster_running(config: &std::path::Path) -> bool {
+    let pid_file = config.join("postgres/data/postmaster.pid");
+    std::fs::read_to_string(pid_file)
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
+        .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn restart_keeps_all_data_in_the_embedded_cluster() -> anyhow::Result<()> {
+    let config = tempfile::Builder::new()
+        .prefix("coder-server-")
+        .tempdir_in("/tmp")?;
+    let server = start(config.path()).await?;
+    let client = Client::new(server.url.clone());
+    client
+        .create_first_user(&CreateFirstUserRequest {
+            email: "admin@example.com".into(),
+            username: "admin".into(),
+            password: PASSWORD.into(),
+            ..Default::default()
+        })
+        .await?;
+    let session = client
+        .login_with_password(&LoginWithPasswordRequest {
+            email: "admin@example.com".into(),
+            password: PASSWORD.into(),
+        })
+        .await?
+        .session_token;
+    let owner = client.clone().with_token(&session);
+    let token = owner
+        .create_token(
+            "me",
+            &CreateTokenRequest {
+                token_name: "kept".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    server.stop()?;
+    assert!(
+        !postmaster_running(config.path()),
+        "PostgreSQL stopped with the server"
+    );
+
+    let server = start(config.path()).await?;
+    let owner = Client::new(server.url.clone()).with_token(&session);
+    assert_eq!(
+        owner.user("me").await?.username,
+        "admin",
+        "session survived"
+    );
+    let via_token = Client::new(server.url.clone()).with_token(&token.key);
+    assert_eq!(
+        via_token.token_by_name("me", "kept").await?.token_name,
+        "kept"
+    );
+    assert!(Client::new(server.url.clone()).has_first_user().await?);
+    server.stop()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_servers_database_is_adopted() -> anyhow::Result<()> {
+    let config = tempfile::Builder::new()
+        .prefix("coder-server-")
+        .tempdir_in("/tmp")?;
+    let mut server = start(config.path()).await?;
+    Client::new(server.url.clone())
+        .create_first_user(&CreateFirstUserRequest {
+            email: "admin@example.com".into(),
+            username: "admin".into(),
+            password: PASSWORD.into(),
+            ..Default::default()
+        })
+        .await?;
+    server.child.kill()?;
+    server.child.wait()?;
+    assert!(
+        postmaster_running(config.path()),
+        "kill -9 leaves PostgreSQL running"
+    );
+    let server = start(config.path()).await?;
+    assert!(Client::new(server.url.clone()).has_first_user().await?);
+    server.stop()?;
+    assert!(!postmaster_running(config.path()));
+    Ok(())
+}
+
+#[test]
+fn two_servers_with_different_config_dirs_do_not_collide() -> anyhow::Result<()> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let (a, b) = (
+            tempfile::Builder::new()
+                .prefix("coder-a-")
+                .tempdir_in("/tmp")?,
+            tempfile::Builder::new()
+                .prefix("coder-b-")
+                .tempdir_in("/tmp")?,
+        );
+        let (sa, sb) = tokio::try_join!(start(a.path()), start(b.path()))?;
+        for s in [&sa, &sb] {
+            assert!(!Client::new(s.url.clone()).has_first_user().await?);
+        }
+        Client::new(sa.url.clone())
+            .create_first_user(&CreateFirstUserRequest {
+                email: "a@example.com".into(),
+                username: "a".into(),
+                password: PASSWORD.into(),
+                ..Default::default()
+            })
+            .await?;
+        assert!(
+            !Client::new(sb.url.clone()).has_first_user().await?,
+            "separate databases"
+        );
+        sa.stop()?;
+        sb.stop()
+    })
+}
+
+#[test]
+fn missing_postgres_binaries_are_named_in_the_error() -> anyhow::Result<()> {
+    let config = tempfile::Builder::new()
+        .prefix("coder-nopg-")
+        .tempdir_in("/tmp")?;
+    let out = command_with_config(config.path().to_path_buf())
+        .args([
+            "server",
+            "--http-address",
+            "127.0.0.1:0",
+            "--postgres-bin-dir",
+            "/nonexistent",
+        ])
+        .output()?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("apt-get install postgresql"), "{stderr}");
+    Ok(())
+}

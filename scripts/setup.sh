@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing coder-rs needs on a Debian machine, when missing.
+# Idempotent: a machine that has everything is left alone.
+set -euo pipefail
+
+need_apt=()
+# The embedded database (and the test harness) run the system's PostgreSQL server binaries.
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null 2>&1; then
+  need_apt+=(postgresql)
+fi
+command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+
+if ((${#need_apt[@]})); then
+  echo "setup: installing Debian packages: ${need_apt[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Debian starts a system cluster on install; coder-rs runs its own clusters and needs none.
+  $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: Rust is missing. Install it with rustup (https://rustup.rs), then re-run." >&2
+  exit 1
+fi
+
+if [ "${1:-}" = "--tests" ] && ! cargo nextest --version >/dev/null 2>&1; then
+  echo "setup: installing cargo-nextest" >&2
+  cargo install --locked cargo-nextest
+fi
+
+if ! command -v terraform >/dev/null 2>&1; then
+  echo "setup: note: terraform is not on PATH; templates with the terraform provisioner will fail." >&2
+  echo "setup: get it from https://developer.hashicorp.com/terraform/install (1.5 or newer)." >&2
+fi
