@@ -1,0 +1,3 @@
+//! The provisioner engines this crate provides.
+
+pub mod echo;

@@ -1,0 +1,132 @@
+//! Graceful shutdown: finish or fail the running job, never abandon it.
+
+use std::time::Duration;
+
+use codersdk::provisionerd::{DaemonMessage, ServerMessage, Transition};
+use provisionerd::engines::echo::{BuildStage, EchoTemplate};
+
+use crate::harness::{Harness, build_job, failure, hanging, job_message, outputs, start_stage};
+
+#[tokio::test]
+async fn an_idle_daemon_stops_at_once() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    harness.shutdown.cancel();
+    assert!(peer.hung_up().await?);
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_running_job_may_finish_within_the_grace() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    let job = peer
+        .run_start(&start_stage(BuildStage {
+            delay_ms: 500,
+            ..BuildStage::default()
+        }))
+        .await?;
+    harness.shutdown.cancel();
+    let (logs, result) = peer.result(job.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Complete { .. }),
+        "{result:?}"
+    );
+    assert!(
+        outputs(&logs)
+            .contains(&"The provisioner daemon is shutting down; the job has 30s to finish"),
+        "{:?}",
+        outputs(&logs)
+    );
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(peer.hung_up().await?, "no Ready during shutdown");
+    assert!(harness.stopped().await?.is_ok());
+    assert!(harness.work_root_is_empty().await?);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_job_outliving_the_grace_is_failed() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|c| c.shutdown_grace = Duration::from_millis(200))?;
+    let mut peer = harness.ready_peer().await?;
+    let job = peer.run_start(&hanging()).await?;
+    harness.shutdown.cancel();
+    let (_, result) = peer.result(job.job_id).await?;
+    let failure = failure(result)?;
+    assert_eq!(failure.error, "the provisioner daemon is shutting down");
+    assert!(!failure.canceled);
+    assert!(failure.state.is_some(), "the engine's state is kept");
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_engine_ignoring_cancellation_is_aborted() -> anyhow::Result<()> {
+    use std::sync::Arc;
+
+    use codersdk::provisionerd::{JobFailure, JobResult};
+    use futures::future::BoxFuture;
+    use provisionerd::{Engine, JobContext};
+
+    struct Stubborn;
+    impl Engine for Stubborn {
+        fn run<'a>(&'a self, _ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    let mut harness = Harness::start(|c| {
+        c.engines.insert("echo".into(), Arc::new(Stubborn));
+        c.shutdown_grace = Duration::ZERO;
+        c.cancel_timeout = Duration::from_millis(200);
+    })?;
+    let mut peer = harness.ready_peer().await?;
+    let job = peer.run_start(&EchoTemplate::default()).await?;
+    harness.shutdown.cancel();
+    let (_, result) = peer.result(job.job_id).await?;
+    let failure = failure(result)?;
+    assert_eq!(failure.error, "the provisioner daemon is shutting down");
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(harness.stopped().await?.is_ok());
+    assert!(
+        harness.work_root_is_empty().await?,
+        "aborting removed the work directory"
+    );
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_wait_for_the_last_confirmation_is_bounded() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    let job = build_job(&EchoTemplate::default(), Transition::Stop, b"");
+    peer.send(job_message(&job)).await?;
+    let (_, result) = peer.result(job.job_id).await?;
+    assert!(matches!(result, DaemonMessage::Complete { .. }));
+    harness.shutdown.cancel();
+    // coderd never confirms.
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_result_pending_at_shutdown_is_resent_after_reconnecting() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    let job = build_job(&EchoTemplate::default(), Transition::Start, b"");
+    peer.send(job_message(&job)).await?;
+    peer.result(job.job_id).await?;
+    harness.shutdown.cancel();
+    drop(peer);
+    let mut peer = harness.accept().await?;
+    peer.expect_resent(job.job_id).await?;
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
