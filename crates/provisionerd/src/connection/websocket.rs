@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use url::Url;
@@ -28,6 +29,10 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Opening the connection (TCP, TLS, upgrade) may take this long.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const CHANNEL_CAPACITY: usize = 64;
+/// Largest message (and frame: coderd sends each message as one) the daemon accepts: a job
+/// carrying the largest archive the default `ArchiveLimits` allow, once base64 added a third.
+/// tungstenite's defaults (16 MiB frames) would refuse templates of about 12 MiB.
+const MAX_MESSAGE_BYTES: usize = 160 << 20;
 
 /// How the daemon proves who it is; exactly one is sent.
 #[derive(Clone, PartialEq, Eq)]
@@ -142,8 +147,11 @@ impl Connector for WebSocketConnector {
         })?;
         request.headers_mut().insert(name, value);
 
-        let socket = match timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(request)).await
-        {
+        let limits = WebSocketConfig::default()
+            .max_message_size(Some(MAX_MESSAGE_BYTES))
+            .max_frame_size(Some(MAX_MESSAGE_BYTES));
+        let connecting = tokio_tungstenite::connect_async_with_config(request, Some(limits), true);
+        let socket = match timeout(CONNECT_TIMEOUT, connecting).await {
             Err(_) => {
                 return Err(ConnectError::Transient(format!(
                     "connecting to coderd timed out after {CONNECT_TIMEOUT:?}"

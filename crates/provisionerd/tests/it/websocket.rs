@@ -356,3 +356,29 @@ async fn a_closed_socket_leads_to_resending_the_result() -> anyhow::Result<()> {
     assert_eq!(peer.recv().await?, DaemonMessage::Ready);
     daemon.shut_down().await
 }
+
+#[tokio::test]
+async fn large_templates_fit_in_one_message() -> anyhow::Result<()> {
+    // Over tungstenite's default 16 MiB frame limit once base64-encoded.
+    let mut server = Server::start(None).await?;
+    let connector =
+        WebSocketConnector::new(server.url.clone(), "default", DaemonAuth::Psk("psk".into()))?;
+    let daemon = Daemon::start(connector)?;
+    let mut peer = server.accept().await?;
+    peer.welcome().await?;
+    assert_eq!(peer.recv().await?, DaemonMessage::Ready);
+    let big = vec![b'x'; 13 << 20];
+    let mut job = build_job(&EchoTemplate::default(), Transition::Start, b"");
+    job.template_source_archive = provisionerd::engines::echo::archive_with_files(
+        &EchoTemplate::default(),
+        &[("big.bin", &big)],
+    );
+    peer.send(&ServerMessage::Job(Box::new(job.clone())))
+        .await?;
+    let result = peer.result(job.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Complete { .. }),
+        "{result:?}"
+    );
+    daemon.shut_down().await
+}

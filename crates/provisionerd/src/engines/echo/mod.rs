@@ -1,7 +1,7 @@
 //! The echo engine: a deterministic provisioner for tests and benchmarks. The template archive
-//! says what each stage logs, returns, or how it fails or stalls ([`format`]); the engine also
-//! logs what it received (variable and parameter values, the previous state), so tests can see
-//! what reached it.
+//! says what each stage logs, returns, or how it fails or stalls ([`format`](mod@format)); the
+//! engine also logs what it received (variable and parameter values, the previous state), so
+//! tests can see what reached it.
 
 mod archive;
 pub mod format;
