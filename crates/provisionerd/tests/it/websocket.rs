@@ -95,6 +95,25 @@ impl Server {
         })
     }
 
+    /// A connector to this server authenticating with a PSK.
+    fn psk_connector(&self) -> anyhow::Result<WebSocketConnector> {
+        Ok(WebSocketConnector::new(
+            self.url.clone(),
+            "default",
+            DaemonAuth::Psk("psk".into()),
+        )?)
+    }
+
+    /// Accepts a connection, welcomes the daemon and takes its `Ready`.
+    async fn ready_peer(&mut self) -> anyhow::Result<WsPeer> {
+        let mut peer = self.accept().await?;
+        peer.welcome().await?;
+        match peer.recv().await? {
+            DaemonMessage::Ready => Ok(peer),
+            other => bail!("expected Ready, got {other:?}"),
+        }
+    }
+
     async fn accept(&mut self) -> anyhow::Result<WsPeer> {
         let (seen, socket) = tokio::time::timeout(WAIT, self.accepted.recv())
             .await
@@ -303,9 +322,7 @@ async fn refused_credentials_stop_the_daemon_with_coderds_message() -> anyhow::R
 async fn server_errors_are_retried() -> anyhow::Result<()> {
     let mut server =
         Server::start(Some((StatusCode::SERVICE_UNAVAILABLE, "starting".into()))).await?;
-    let connector =
-        WebSocketConnector::new(server.url.clone(), "default", DaemonAuth::Psk("psk".into()))?;
-    let daemon = Daemon::start(connector)?;
+    let daemon = Daemon::start(server.psk_connector()?)?;
     for _ in 0..3 {
         tokio::time::timeout(WAIT, server.refused.recv())
             .await
@@ -318,17 +335,13 @@ async fn server_errors_are_retried() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_silent_connection_is_declared_dead_and_replaced() -> anyhow::Result<()> {
     let mut server = Server::start(None).await?;
-    let connector =
-        WebSocketConnector::new(server.url.clone(), "default", DaemonAuth::Psk("psk".into()))?
-            .with_keepalive(Duration::from_millis(100), Duration::from_millis(400));
+    let connector = server
+        .psk_connector()?
+        .with_keepalive(Duration::from_millis(100), Duration::from_millis(400));
     let daemon = Daemon::start(connector)?;
-    let mut first = server.accept().await?;
-    first.welcome().await?;
-    assert_eq!(first.recv().await?, DaemonMessage::Ready);
+    let first = server.ready_peer().await?;
     // Stop reading: pings go unanswered, and the daemon must give up on this connection.
-    let mut second = server.accept().await?;
-    second.welcome().await?;
-    assert_eq!(second.recv().await?, DaemonMessage::Ready);
+    server.ready_peer().await?;
     drop(first);
     daemon.shut_down().await
 }
@@ -336,12 +349,8 @@ async fn a_silent_connection_is_declared_dead_and_replaced() -> anyhow::Result<(
 #[tokio::test]
 async fn a_closed_socket_leads_to_resending_the_result() -> anyhow::Result<()> {
     let mut server = Server::start(None).await?;
-    let connector =
-        WebSocketConnector::new(server.url.clone(), "default", DaemonAuth::Psk("psk".into()))?;
-    let daemon = Daemon::start(connector)?;
-    let mut peer = server.accept().await?;
-    peer.welcome().await?;
-    assert_eq!(peer.recv().await?, DaemonMessage::Ready);
+    let daemon = Daemon::start(server.psk_connector()?)?;
+    let mut peer = server.ready_peer().await?;
     let job = build_job(&EchoTemplate::default(), Transition::Start, b"");
     peer.send(&ServerMessage::Job(Box::new(job.clone())))
         .await?;
@@ -361,12 +370,8 @@ async fn a_closed_socket_leads_to_resending_the_result() -> anyhow::Result<()> {
 async fn large_templates_fit_in_one_message() -> anyhow::Result<()> {
     // Over tungstenite's default 16 MiB frame limit once base64-encoded.
     let mut server = Server::start(None).await?;
-    let connector =
-        WebSocketConnector::new(server.url.clone(), "default", DaemonAuth::Psk("psk".into()))?;
-    let daemon = Daemon::start(connector)?;
-    let mut peer = server.accept().await?;
-    peer.welcome().await?;
-    assert_eq!(peer.recv().await?, DaemonMessage::Ready);
+    let daemon = Daemon::start(server.psk_connector()?)?;
+    let mut peer = server.ready_peer().await?;
     let big = vec![b'x'; 13 << 20];
     let mut job = build_job(&EchoTemplate::default(), Transition::Start, b"");
     job.template_source_archive = provisionerd::engines::echo::archive_with_files(
