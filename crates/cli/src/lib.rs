@@ -1,7 +1,10 @@
 #![doc = include_str!("../README.md")]
 
+mod archive;
 mod commands;
 mod config;
+mod jobs;
+mod orgs;
 mod output;
 mod prompt;
 
@@ -16,7 +19,7 @@ pub use config::ConfigDir;
 
 /// Coder: self-hosted cloud development environments.
 #[derive(Debug, Parser)]
-#[command(name = "coder", version = concat!("v", env!("CARGO_PKG_VERSION")), propagate_version = true)]
+#[command(name = "coder", version = concat!("v", env!("CARGO_PKG_VERSION")))]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -89,6 +92,41 @@ pub enum Command {
     /// Manage personal access tokens.
     #[command(subcommand)]
     Tokens(commands::tokens::TokensCommand),
+    /// Manage templates.
+    #[command(subcommand, alias = "template")]
+    Templates(commands::templates::TemplatesCommand),
+    /// Create a workspace.
+    Create(commands::workspaces::CreateArgs),
+    /// Start a workspace.
+    Start(commands::workspaces::BuildArgs),
+    /// Stop a workspace.
+    Stop(commands::workspaces::BuildArgs),
+    /// Restart a workspace.
+    Restart(commands::workspaces::BuildArgs),
+    /// Delete a workspace.
+    #[command(alias = "rm")]
+    Delete(commands::workspaces::BuildArgs),
+    /// List workspaces.
+    #[command(alias = "ls")]
+    List(commands::workspaces::ListArgs),
+    /// Show a workspace's resources and agents.
+    Show {
+        workspace: String,
+        #[command(flatten)]
+        output: output::OutputArgs,
+    },
+    /// Provisioner daemons, jobs and keys.
+    #[command(subcommand, alias = "provisioners")]
+    Provisioner(commands::provisioners::ProvisionerCommand),
+    /// Run provisioner daemons.
+    #[command(subcommand)]
+    Provisionerd(ProvisionerdCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvisionerdCommand {
+    /// Run a provisioner daemon.
+    Start(commands::provisionerd::StartArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -98,6 +136,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout(args) => commands::login::logout(&cli.global, args).await,
         Command::Users(cmd) => commands::users::run(&cli.global, cmd).await,
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
+        Command::Templates(cmd) => commands::templates::run(&cli.global, cmd).await,
+        Command::Create(args) => commands::workspaces::create(&cli.global, args).await,
+        Command::Start(args) => commands::workspaces::start(&cli.global, args).await,
+        Command::Stop(args) => commands::workspaces::stop(&cli.global, args).await,
+        Command::Restart(args) => commands::workspaces::restart(&cli.global, args).await,
+        Command::Delete(args) => commands::workspaces::delete(&cli.global, args).await,
+        Command::List(args) => commands::workspaces::list(&cli.global, args).await,
+        Command::Show { workspace, output } => {
+            commands::workspaces::show(&cli.global, workspace, output).await
+        }
+        Command::Provisioner(cmd) => commands::provisioners::run(&cli.global, cmd).await,
+        Command::Provisionerd(ProvisionerdCommand::Start(args)) => {
+            commands::provisionerd::start(&cli.global, args).await
+        }
     }
 }
 

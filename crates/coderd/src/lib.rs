@@ -7,6 +7,7 @@ pub mod error;
 pub mod http;
 pub mod openapi;
 pub mod postgres;
+pub mod provisioners;
 pub mod pubsub;
 pub mod server;
 pub mod store;

@@ -5,7 +5,9 @@ use std::sync::OnceLock;
 
 use utoipa::OpenApi;
 
-use crate::http::{apikeys, meta, organizations, users};
+use crate::http::{
+    apikeys, files, meta, organizations, provisioners, templates, users, workspaces,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -42,6 +44,45 @@ use crate::http::{apikeys, meta, organizations, users};
         organizations::add_member,
         organizations::remove_member,
         organizations::update_member_roles,
+        files::upload,
+        files::download,
+        templates::create_version,
+        templates::get_version,
+        templates::cancel_version,
+        templates::version_logs,
+        templates::version_resources,
+        templates::version_parameters,
+        templates::version_variables,
+        templates::create_template,
+        templates::list_org_templates,
+        templates::list_all_templates,
+        templates::template_by_name,
+        templates::get_template,
+        templates::update_template,
+        templates::delete_template,
+        templates::list_versions,
+        templates::version_by_name,
+        templates::promote_version,
+        workspaces::create_workspace,
+        workspaces::create_workspace_in_org,
+        workspaces::list_workspaces,
+        workspaces::get_workspace,
+        workspaces::workspace_by_name,
+        workspaces::build_by_number,
+        workspaces::create_build,
+        workspaces::list_builds,
+        workspaces::get_build,
+        workspaces::cancel_build,
+        workspaces::build_logs,
+        workspaces::build_resources,
+        workspaces::build_state,
+        workspaces::build_parameters,
+        provisioners::list_daemons,
+        provisioners::list_jobs,
+        provisioners::get_job,
+        provisioners::create_key,
+        provisioners::list_keys,
+        provisioners::delete_key,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError))
 )]

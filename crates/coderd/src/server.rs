@@ -1,7 +1,7 @@
 //! Launching coderd: [`run`] is `coder server` (database, listener, signals handled by the
 //! caller); [`serve`] runs the API on a given pool and listener, as tests do.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
@@ -10,8 +10,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
-use crate::http::{self, AppState};
+use crate::http::{self, AppState, StateInner};
 use crate::postgres::{self, embedded};
+use crate::provisioners::builtin;
+use crate::provisioners::dispatch::Dispatcher;
+use crate::provisioners::hang;
+use crate::provisioners::registry::DaemonRegistry;
 use crate::pubsub::Pubsub;
 use crate::store::Store;
 
@@ -37,6 +41,17 @@ pub enum Error {
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub http: http::Options,
+    /// Provisioner daemons to run inside the server.
+    pub provisioner_daemons: u32,
+}
+
+impl ServeOptions {
+    pub fn new(http: http::Options) -> Self {
+        Self {
+            http,
+            provisioner_daemons: 0,
+        }
+    }
 }
 
 /// The process-wide Prometheus recorder (a process has one global recorder, however many
@@ -64,6 +79,9 @@ pub async fn serve(
     let store = Store::new(pool.clone());
     options.http.deployment_id = store.deployment_id().await?;
     let pubsub = Pubsub::start(pool, shutdown.child_token());
+    let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
+    let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
+    hang::start(store.clone(), shutdown.child_token());
     let metrics = metrics_handle();
     let upkeep = metrics.clone();
     let upkeep_stop = shutdown.child_token();
@@ -76,10 +94,31 @@ pub async fn serve(
             }
         }
     });
-    let state = AppState::new(store, pubsub, options.http, metrics);
+    let state = AppState::new(StateInner {
+        store,
+        pubsub,
+        options: options.http,
+        metrics,
+        dispatcher,
+        daemons,
+        shutdown: shutdown.clone(),
+    });
+    let daemons_stop = CancellationToken::new();
+    let engines: Vec<(&str, Arc<dyn provisionerd::Engine>)> =
+        vec![("echo", Arc::new(provisionerd::engines::echo::EchoEngine))];
+    let daemons = builtin::start(&state, options.provisioner_daemons, &engines, &daemons_stop);
     let app = http::router(state);
+    // Built-in daemons stop first (finishing or failing their jobs through the still-running
+    // server); then the server drains its connections.
+    let drain = async move {
+        shutdown.cancelled().await;
+        daemons_stop.cancel();
+        for daemon in daemons {
+            let _ = daemon.await;
+        }
+    };
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .with_graceful_shutdown(drain)
         .await
         .map_err(Error::Serve)
 }
@@ -115,13 +154,18 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         http.session_duration = config.session_duration;
         http.max_token_lifetime = config.max_token_lifetime;
         http.default_token_lifetime = http.default_token_lifetime.min(config.max_token_lifetime);
+        http.provisioner_psk = config.provisioner_daemon_psk.clone();
         tracing::info!(
             address = %bound,
             access_url = %http.access_url,
             startup_ms = started.elapsed().as_millis() as u64,
             "coderd ready"
         );
-        let served = serve(pool.clone(), ServeOptions { http }, listener, shutdown).await;
+        let options = ServeOptions {
+            http,
+            provisioner_daemons: config.provisioner_daemons,
+        };
+        let served = serve(pool.clone(), options, listener, shutdown).await;
         pool.close().await;
         served
     }

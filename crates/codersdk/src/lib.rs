@@ -4,9 +4,15 @@ pub mod apikeys;
 pub mod buildinfo;
 pub mod client;
 pub mod error;
+pub mod files;
+pub mod logs;
 pub mod organizations;
 pub mod proto;
+pub mod provisionerd;
+pub mod provisioners;
+pub mod templates;
 pub mod users;
+pub mod workspaces;
 
 pub use client::Client;
 pub use error::{ClientError, Response, ValidationError};

@@ -49,9 +49,7 @@ impl TestApp {
         let db = TestDb::new().await?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
-        let mut options = ServeOptions {
-            http: Options::new(url.clone()),
-        };
+        let mut options = ServeOptions::new(Options::new(url.clone()));
         adjust(&mut options);
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(serve(db.pool.clone(), options, listener, shutdown.clone()));

@@ -30,7 +30,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// Mints a key for `user` and stores its hash; returns the token to show once.
-pub(super) async fn issue_key(
+pub(crate) async fn issue_key(
     state: &AppState,
     user: Uuid,
     login_type: LoginType,

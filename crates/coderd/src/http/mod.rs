@@ -3,9 +3,15 @@
 pub(crate) mod apikeys;
 mod convert;
 pub mod extract;
+pub(crate) mod files;
+mod jobs;
 pub(crate) mod meta;
 pub(crate) mod organizations;
+mod parameters;
+pub(crate) mod provisioners;
+pub(crate) mod templates;
 pub(crate) mod users;
+pub(crate) mod workspaces;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +25,8 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 use url::Url;
 
+use crate::provisioners::dispatch::Dispatcher;
+use crate::provisioners::registry::DaemonRegistry;
 use crate::pubsub::Pubsub;
 use crate::store::Store;
 
@@ -36,6 +44,11 @@ pub struct Options {
     /// Mark cookies `Secure` (when the access URL is https).
     pub secure_cookies: bool,
     pub deployment_id: String,
+    /// Pre-shared key external daemons may authenticate with; PSK authentication is off
+    /// without one.
+    pub provisioner_psk: Option<String>,
+    /// Largest template archive accepted.
+    pub max_file_bytes: usize,
 }
 
 impl Options {
@@ -48,6 +61,8 @@ impl Options {
             max_token_lifetime: Duration::from_secs(365 * 24 * 3600),
             max_body_bytes: 1 << 20,
             deployment_id: String::new(),
+            provisioner_psk: None,
+            max_file_bytes: 10 << 20,
         }
     }
 }
@@ -61,6 +76,10 @@ pub struct StateInner {
     pub pubsub: Pubsub,
     pub options: Options,
     pub metrics: PrometheusHandle,
+    pub dispatcher: Dispatcher,
+    pub daemons: DaemonRegistry,
+    /// Cancelled when the server shuts down; long-lived connections end with it.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl std::ops::Deref for AppState {
@@ -71,13 +90,8 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, pubsub: Pubsub, options: Options, metrics: PrometheusHandle) -> Self {
-        Self(Arc::new(StateInner {
-            store,
-            pubsub,
-            options,
-            metrics,
-        }))
+    pub fn new(inner: StateInner) -> Self {
+        Self(Arc::new(inner))
     }
 }
 
@@ -89,6 +103,10 @@ pub fn router(state: AppState) -> Router {
         .merge(users::routes())
         .merge(apikeys::routes())
         .merge(organizations::routes())
+        .merge(files::routes(state.options.max_file_bytes))
+        .merge(templates::routes())
+        .merge(workspaces::routes())
+        .merge(provisioners::routes())
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);
 

@@ -2,9 +2,15 @@
 //! that must be atomic are single methods that own their transaction.
 
 mod api_keys;
+mod completion;
+mod daemons;
+mod jobs;
 mod organizations;
+mod resources;
 mod site;
+mod templates;
 mod users;
+mod workspaces;
 
 use std::future::Future;
 use std::time::Instant;
@@ -12,8 +18,17 @@ use std::time::Instant;
 use sqlx::PgPool;
 
 pub use api_keys::{ApiKeyRow, NewApiKey};
+pub use completion::{Completion, FinishOutcome};
+pub use daemons::{DaemonRow, KeyRow, NewDaemon};
+pub use jobs::{JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, UpdateOutcome};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
+pub use resources::{AgentRow, AppRow, MetadataRow, ResourceRow, ResourceTree};
+pub use templates::{
+    FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
+    TemplateVersionRow,
+};
 pub use users::{NewUser, UserQuery, UserRow};
+pub use workspaces::{BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

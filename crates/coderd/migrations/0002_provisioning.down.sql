@@ -1,0 +1,16 @@
+DROP TABLE workspace_apps;
+DROP TABLE workspace_agents;
+DROP TABLE workspace_resource_metadata;
+DROP TABLE workspace_resources;
+DROP TABLE workspace_build_parameters;
+DROP TABLE workspace_builds;
+DROP TABLE workspaces;
+DROP TABLE provisioner_daemons;
+DROP TABLE provisioner_keys;
+ALTER TABLE templates DROP CONSTRAINT templates_active_version_fkey;
+DROP TABLE template_versions;
+DROP TABLE provisioner_job_timings;
+DROP TABLE provisioner_job_logs;
+DROP TABLE provisioner_jobs;
+DROP TABLE templates;
+DROP TABLE files;

@@ -1,0 +1,634 @@
+//! Provisioner daemons (listing, and the endpoint they connect to), provisioner jobs and
+//! provisioner keys.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine as _;
+use codersdk::provisionerd::{
+    DaemonMessage, KEY_HEADER, PROTOCOL_VERSION, PSK_HEADER, SCOPE_USER, ServeParams,
+    ServerMessage, TAG_SCOPE, Tags,
+};
+use codersdk::provisioners::{
+    CreateProvisionerKeyRequest, CreateProvisionerKeyResponse, ProvisionerDaemon,
+    ProvisionerDaemonJob, ProvisionerDaemonStatus, ProvisionerJob, ProvisionerKey,
+};
+use futures::{SinkExt, StreamExt};
+use subtle::ConstantTimeEq;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::AppState;
+use super::extract::{
+    Auth, Json, Query, authenticate, empty_as_none, resolve_org, token_from_parts,
+};
+use super::jobs;
+use super::templates::PROVISIONERS;
+use crate::authz::{Action, Object, Resource};
+use crate::error::{ApiError, ApiResult, Validator};
+use crate::provisioners::dispatch::Capability;
+use crate::provisioners::session::{self, SessionIo};
+use crate::provisioners::tags;
+use crate::store::{self, DaemonRow, JobRow, NewDaemon, OrganizationRow};
+
+/// A connection with no frame at all for this long is dead.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const PING_INTERVAL: Duration = Duration::from_secs(15);
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/organizations/{organization}/provisionerdaemons",
+            get(list_daemons),
+        )
+        .route(
+            "/organizations/{organization}/provisionerdaemons/serve",
+            get(serve),
+        )
+        .route(
+            "/organizations/{organization}/provisionerjobs",
+            get(list_jobs),
+        )
+        .route(
+            "/organizations/{organization}/provisionerjobs/{job}",
+            get(get_job),
+        )
+        .route(
+            "/organizations/{organization}/provisionerkeys",
+            get(list_keys).post(create_key),
+        )
+        .route(
+            "/organizations/{organization}/provisionerkeys/{name}",
+            axum::routing::delete(delete_key),
+        )
+}
+
+async fn daemon_job(
+    state: &AppState,
+    job: Option<JobRow>,
+) -> ApiResult<Option<ProvisionerDaemonJob>> {
+    let Some(job) = job else { return Ok(None) };
+    let template = state.store.job_template(job.id).await?;
+    Ok(Some(ProvisionerDaemonJob {
+        id: job.id,
+        status: jobs::status(&job),
+        template_name: template.name,
+        template_icon: template.icon,
+        template_display_name: template.display_name,
+    }))
+}
+
+async fn daemon(state: &AppState, row: DaemonRow) -> ApiResult<ProvisionerDaemon> {
+    let current = state.store.current_job_of(row.id).await?;
+    let previous = state.store.previous_job_of(row.id).await?;
+    let status = if !jobs::daemon_online(state, &row) {
+        ProvisionerDaemonStatus::Offline
+    } else if current.is_some() {
+        ProvisionerDaemonStatus::Busy
+    } else {
+        ProvisionerDaemonStatus::Idle
+    };
+    Ok(ProvisionerDaemon {
+        id: row.id,
+        organization_id: row.organization_id,
+        key_id: row.key_id,
+        created_at: row.created_at,
+        last_seen_at: Some(row.last_seen_at),
+        tags: jobs::daemon_tags(&row),
+        name: row.name,
+        version: row.version,
+        api_version: row.api_version,
+        provisioners: row.provisioners,
+        key_name: row.key_name,
+        status,
+        current_job: daemon_job(state, current).await?,
+        previous_job: daemon_job(state, previous).await?,
+    })
+}
+
+#[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerdaemons", tag = "Provisioning",
+    params(("organization" = String, Path)), responses((status = 200, body = [ProvisionerDaemon])))]
+pub(super) async fn list_daemons(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+) -> ApiResult<Json<Vec<ProvisionerDaemon>>> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::ProvisionerDaemon, org.id),
+    )?;
+    let rows = state.store.daemons(Some(org.id), None).await?;
+    let mut daemons = Vec::with_capacity(rows.len());
+    for row in rows {
+        // A user-scoped daemon is visible to its owner and to those who manage daemons.
+        let owner = row.owner_key.parse::<Uuid>().ok();
+        let visible = owner.is_none_or(|o| o == auth.user.id)
+            || auth.can(
+                Action::Update,
+                &Object::in_org(Resource::ProvisionerDaemon, org.id),
+            );
+        if visible {
+            daemons.push(daemon(&state, row).await?);
+        }
+    }
+    Ok(Json(daemons))
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct JobListParams {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default, deserialize_with = "empty_as_none")]
+    limit: Option<i64>,
+}
+
+fn require_job_reader(auth: &Auth, org: Uuid) -> ApiResult<()> {
+    if auth.can(Action::Read, &Object::in_org(Resource::ProvisionerJob, org)) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden()
+            .with_detail("Listing provisioner jobs needs the template admin role."))
+    }
+}
+
+#[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerjobs", tag = "Provisioning",
+    params(("organization" = String, Path), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query)),
+    responses((status = 200, body = [ProvisionerJob])))]
+pub(super) async fn list_jobs(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+    Query(params): Query<JobListParams>,
+) -> ApiResult<Json<Vec<ProvisionerJob>>> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    require_job_reader(&auth, org.id)?;
+    let statuses: Vec<String> = params
+        .status
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let valid = [
+        "pending",
+        "running",
+        "succeeded",
+        "canceling",
+        "canceled",
+        "failed",
+    ];
+    if let Some(bad) = statuses.iter().find(|s| !valid.contains(&s.as_str())) {
+        return Err(ApiError::bad_request("Invalid status filter.")
+            .with_detail(format!("unknown status {bad:?}")));
+    }
+    let limit = params.limit.filter(|l| *l > 0).unwrap_or(50).min(1000);
+    let rows = state.store.list_jobs(org.id, &statuses, limit).await?;
+    let daemons = state.store.daemons(Some(org.id), None).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        out.push(jobs::render(&state, row, &daemons).await?);
+    }
+    Ok(Json(out))
+}
+
+#[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerjobs/{job}", tag = "Provisioning",
+    params(("organization" = String, Path), ("job" = Uuid, Path)), responses((status = 200, body = ProvisionerJob)))]
+pub(super) async fn get_job(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((org, job)): Path<(String, Uuid)>,
+) -> ApiResult<Json<ProvisionerJob>> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    require_job_reader(&auth, org.id)?;
+    let row = state.store.job_by_id(job).await?;
+    if row.organization_id != org.id {
+        return Err(ApiError::not_found());
+    }
+    Ok(Json(jobs::render_one(&state, &row).await?.0))
+}
+
+fn key(row: store::KeyRow) -> ProvisionerKey {
+    ProvisionerKey {
+        id: row.id,
+        created_at: row.created_at,
+        organization: row.organization_id,
+        name: row.name,
+        tags: serde_json::from_value(row.tags).unwrap_or_default(),
+    }
+}
+
+#[utoipa::path(post, path = "/api/v2/organizations/{organization}/provisionerkeys", tag = "Provisioning",
+    params(("organization" = String, Path)), request_body = CreateProvisionerKeyRequest,
+    responses((status = 201, body = CreateProvisionerKeyResponse), (status = 400, body = codersdk::Response), (status = 409, body = codersdk::Response)))]
+pub(super) async fn create_key(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+    Json(req): Json<CreateProvisionerKeyRequest>,
+) -> ApiResult<(StatusCode, Json<CreateProvisionerKeyResponse>)> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    auth.authorize(
+        Action::Create,
+        &Object::in_org(Resource::ProvisionerKey, org.id),
+    )?;
+    let reserved = ["built-in", "user-auth", "psk"];
+    Validator::default()
+        .push("name", validate_daemon_name(&req.name))
+        .check(
+            !reserved.contains(&req.name.as_str()),
+            "name",
+            "is reserved",
+        )
+        .push("tags", tags::validate(&req.tags).map_err(|e| e.to_string()))
+        .check(
+            req.tags.get(TAG_SCOPE).map(String::as_str) != Some(SCOPE_USER),
+            "tags",
+            "provisioner keys are organization-scoped; scope=user is not allowed",
+        )
+        .finish()?;
+    let secret = {
+        let mut bytes = [0u8; 32];
+        rand::Rng::fill(&mut rand::rng(), &mut bytes);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    };
+    let key_tags = tags::normalize(req.tags.clone(), None);
+    state
+        .store
+        .insert_provisioner_key(
+            org.id,
+            &req.name,
+            &crate::auth::hash_secret(&secret),
+            &serde_json::to_value(&key_tags).unwrap_or_default(),
+        )
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { .. } => ApiError::conflict(format!(
+                "A provisioner key named {:?} already exists.",
+                req.name
+            )),
+            other => other.into(),
+        })?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreateProvisionerKeyResponse { key: secret }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerkeys", tag = "Provisioning",
+    params(("organization" = String, Path)), responses((status = 200, body = [ProvisionerKey])))]
+pub(super) async fn list_keys(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+) -> ApiResult<Json<Vec<ProvisionerKey>>> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::ProvisionerKey, org.id),
+    )
+    .map_err(|_| ApiError::forbidden())?;
+    Ok(Json(
+        state
+            .store
+            .provisioner_keys(org.id)
+            .await?
+            .into_iter()
+            .map(key)
+            .collect(),
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/v2/organizations/{organization}/provisionerkeys/{name}", tag = "Provisioning",
+    params(("organization" = String, Path), ("name" = String, Path)), responses((status = 204)))]
+pub(super) async fn delete_key(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((org, name)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    auth.authorize(
+        Action::Delete,
+        &Object::in_org(Resource::ProvisionerKey, org.id),
+    )
+    .map_err(|_| ApiError::forbidden())?;
+    state.store.delete_provisioner_key(org.id, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn validate_daemon_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("must be 1 to 64 characters".into());
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("must not contain spaces or control characters".into());
+    }
+    Ok(())
+}
+
+/// Who a connecting daemon is, once authenticated.
+struct DaemonIdentity {
+    org: OrganizationRow,
+    tags: Tags,
+    key_id: Option<Uuid>,
+}
+
+/// The organization in the path; `default` means the default organization (what daemons
+/// authenticated by PSK or key use when not told otherwise).
+async fn daemon_org(state: &AppState, param: &str) -> ApiResult<OrganizationRow> {
+    let found = if let Ok(id) = param.parse::<Uuid>() {
+        state.store.organization_by_id(id).await
+    } else {
+        state.store.organization_by_name(param).await
+    };
+    match found {
+        Ok(org) => Ok(org),
+        Err(store::Error::NotFound) if param == "default" => {
+            Ok(state.store.default_organization().await?)
+        }
+        Err(store::Error::NotFound) => Err(ApiError::not_found()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn authenticate_daemon(
+    state: &AppState,
+    org_param: &str,
+    headers: &HeaderMap,
+    parts_token: Option<String>,
+    requested: Tags,
+) -> ApiResult<DaemonIdentity> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    if let Some(secret) = header(KEY_HEADER) {
+        let key = match state
+            .store
+            .provisioner_key_by_secret(&crate::auth::hash_secret(&secret))
+            .await
+        {
+            Ok(key) => key,
+            Err(store::Error::NotFound) => {
+                return Err(ApiError::unauthorized("Invalid provisioner key."));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let org = if org_param == "default" {
+            state.store.organization_by_id(key.organization_id).await?
+        } else {
+            daemon_org(state, org_param).await?
+        };
+        if org.id != key.organization_id {
+            return Err(ApiError::forbidden()
+                .with_detail("The provisioner key belongs to another organization."));
+        }
+        let key_tags: Tags = serde_json::from_value(key.tags).unwrap_or_default();
+        let wanted = tags::normalize(requested.clone(), None);
+        if !requested.is_empty() && wanted != key_tags {
+            return Err(ApiError::bad_request("Tags come from the provisioner key.")
+                .with_detail("A daemon authenticated with a provisioner key may not set its own tags; drop --tag."));
+        }
+        return Ok(DaemonIdentity {
+            org,
+            tags: key_tags,
+            key_id: Some(key.id),
+        });
+    }
+    if let Some(psk) = header(PSK_HEADER) {
+        let Some(expected) = &state.options.provisioner_psk else {
+            return Err(ApiError::unauthorized(
+                "Pre-shared key authentication is not enabled on this deployment.",
+            )
+            .with_detail(
+                "Start coder server with --provisioner-daemon-psk (CODER_PROVISIONER_DAEMON_PSK).",
+            ));
+        };
+        if !bool::from(psk.as_bytes().ct_eq(expected.as_bytes())) {
+            return Err(ApiError::unauthorized("Invalid pre-shared key."));
+        }
+        let org = daemon_org(state, org_param).await?;
+        if !org.is_default {
+            return Err(ApiError::forbidden().with_detail(
+                "Pre-shared keys only authenticate daemons of the default organization.",
+            ));
+        }
+        if requested.get(TAG_SCOPE).map(String::as_str) == Some(SCOPE_USER) {
+            return Err(ApiError::bad_request(
+                "Daemons authenticated with a pre-shared key are organization-scoped.",
+            )
+            .with_detail("Drop --tag scope=user, or authenticate with a session token."));
+        }
+        return Ok(DaemonIdentity {
+            org,
+            tags: tags::normalize(requested, None),
+            key_id: None,
+        });
+    }
+    let token = parts_token.ok_or_else(|| {
+        ApiError::unauthorized("Provisioner daemons must authenticate.")
+            .with_detail("Use a session token (CODER_SESSION_TOKEN), a provisioner key (--key) or the pre-shared key (--psk).")
+    })?;
+    let auth = authenticate(state, &token).await?;
+    let org = daemon_org(state, org_param).await?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::Organization, org.id),
+    )?;
+    if requested.get(TAG_SCOPE).map(String::as_str) == Some(SCOPE_USER) {
+        // Anyone may serve their own jobs; the owner is forced to them.
+        return Ok(DaemonIdentity {
+            org,
+            tags: tags::normalize(requested, Some(auth.user.id)),
+            key_id: None,
+        });
+    }
+    auth.authorize(
+        Action::Create,
+        &Object::in_org(Resource::ProvisionerDaemon, org.id),
+    )
+    .map_err(|_| {
+        ApiError::forbidden().with_detail(
+            "Organization-scoped provisioner daemons need the Owner or Template Admin role; \
+                 run one for your own workspaces with --tag scope=user.",
+        )
+    })?;
+    Ok(DaemonIdentity {
+        org,
+        tags: tags::normalize(requested, None),
+        key_id: None,
+    })
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct ServeQuery {
+    #[serde(flatten)]
+    params: ServeParams,
+}
+
+/// `GET /organizations/{org}/provisionerdaemons/serve`: a daemon's one connection.
+pub(super) async fn serve(
+    State(state): State<AppState>,
+    Path(org): Path<String>,
+    Query(query): Query<ServeQuery>,
+    headers: HeaderMap,
+    request: axum::extract::Request,
+) -> ApiResult<Response> {
+    let (mut parts, _) = request.into_parts();
+    let token = token_from_parts(&parts);
+    let params = query.params;
+    let requested: Tags = if params.tags.is_empty() {
+        Tags::new()
+    } else {
+        serde_json::from_str(&params.tags).map_err(|e| {
+            ApiError::bad_request("Invalid tags.")
+                .with_detail(format!("tags must be a JSON object of strings: {e}"))
+        })?
+    };
+    let their_major = params
+        .protocol_version
+        .split('.')
+        .next()
+        .unwrap_or_default();
+    let our_major = PROTOCOL_VERSION.split('.').next().unwrap_or_default();
+    if their_major != our_major {
+        return Err(
+            ApiError::bad_request("Incompatible provisioner daemon protocol.").with_detail(
+                format!(
+                    "coderd speaks {PROTOCOL_VERSION}, the daemon {:?}; run matching versions",
+                    params.protocol_version
+                ),
+            ),
+        );
+    }
+    let provisioners: Vec<String> = params
+        .provisioners
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    Validator::default()
+        .push("name", validate_daemon_name(&params.name))
+        .check(
+            !provisioners.is_empty(),
+            "provisioners",
+            "at least one provisioner type is required",
+        )
+        .check(
+            provisioners
+                .iter()
+                .all(|p| PROVISIONERS.contains(&p.as_str())),
+            "provisioners",
+            format!("must be among {}", PROVISIONERS.join(", ")),
+        )
+        .push(
+            "tags",
+            tags::validate(&requested).map_err(|e| e.to_string()),
+        )
+        .finish()?;
+    let identity = authenticate_daemon(&state, &org, &headers, token, requested).await?;
+    let ws = WebSocketUpgrade::from_request_parts(&mut parts, &state)
+        .await
+        .map_err(|e| {
+            ApiError::bad_request("This endpoint needs a WebSocket upgrade.")
+                .with_detail(e.body_text())
+        })?;
+    let owner_key = identity.tags.get("owner").cloned().unwrap_or_default();
+    let row = state
+        .store
+        .upsert_daemon(&NewDaemon {
+            organization_id: identity.org.id,
+            name: params.name,
+            owner_key,
+            provisioners: provisioners.clone(),
+            tags: serde_json::to_value(&identity.tags).unwrap_or_default(),
+            version: params.version,
+            api_version: params.protocol_version,
+            key_id: identity.key_id,
+        })
+        .await?;
+    let capability = Capability {
+        org: identity.org.id,
+        provisioners,
+        keys: tags::acceptable_keys(&identity.tags),
+    };
+    Ok(ws
+        .on_upgrade(move |socket| pump(state, row, capability, socket))
+        .into_response())
+}
+
+/// Carries a daemon session over a WebSocket: JSON text frames both ways, pings, and a dead
+/// connection noticed within [`IDLE_TIMEOUT`].
+async fn pump(state: AppState, daemon: DaemonRow, capability: Capability, socket: WebSocket) {
+    let (in_tx, in_rx) = mpsc::channel::<DaemonMessage>(64);
+    let (out_tx, mut out_rx) = mpsc::channel::<ServerMessage>(64);
+    let (mut sink, mut stream) = socket.split();
+    let shutdown = state.shutdown.child_token();
+    let session = tokio::spawn(session::run(
+        state.clone(),
+        daemon,
+        capability,
+        SessionIo {
+            incoming: in_rx,
+            outgoing: out_tx,
+        },
+        shutdown.clone(),
+    ));
+    let writer = tokio::spawn(async move {
+        let mut ping = tokio::time::interval(PING_INTERVAL);
+        loop {
+            let frame = tokio::select! {
+                msg = out_rx.recv() => match msg {
+                    Some(msg) => match serde_json::to_string(&msg) {
+                        Ok(text) => Message::Text(text.into()),
+                        Err(_) => continue,
+                    },
+                    None => break,
+                },
+                _ = ping.tick() => Message::Ping(Vec::new().into()),
+            };
+            if sink.send(frame).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    loop {
+        let frame = match tokio::time::timeout(IDLE_TIMEOUT, stream.next()).await {
+            Ok(Some(Ok(frame))) => frame,
+            Ok(_) => break,
+            Err(_) => {
+                tracing::warn!(
+                    "provisioner daemon connection silent for {IDLE_TIMEOUT:?}; closing it"
+                );
+                break;
+            }
+        };
+        match frame {
+            Message::Text(text) => match serde_json::from_str::<DaemonMessage>(&text) {
+                Ok(msg) => {
+                    if in_tx.send(msg).await.is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "provisioner daemon sent an unreadable message; closing");
+                    break;
+                }
+            },
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+    drop(in_tx);
+    let _ = session.await;
+    writer.abort();
+    shutdown.cancel();
+}

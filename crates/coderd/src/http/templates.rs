@@ -1,0 +1,724 @@
+//! Templates and template versions (each version is imported by a provisioner job).
+
+use axum::Router;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{get, patch, post};
+use codersdk::proto::RichParameter;
+use codersdk::provisionerd::{TemplateVariable, VariableValue};
+use codersdk::provisioners::ProvisionerJobStatus;
+use codersdk::templates::{
+    CreateTemplateRequest, CreateTemplateVersionRequest, MinimalUser, Template, TemplateVersion,
+    TemplateVersionParameter, TemplateVersionParameterOption, TemplateVersionVariable,
+    UpdateActiveTemplateVersion, UpdateTemplateMeta,
+};
+use codersdk::workspaces::WorkspaceResource;
+use uuid::Uuid;
+
+use super::AppState;
+use super::extract::{Auth, Json, Query, resolve_org};
+use super::jobs::{self, LogParams};
+use crate::authz::{Action, Object, Resource};
+use crate::error::{ApiError, ApiResult, Validator};
+use crate::provisioners::tags;
+use crate::store::{
+    self, NewJob, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow, TemplateVersionRow,
+};
+use crate::validate;
+
+pub const PROVISIONERS: &[&str] = &["terraform", "echo"];
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/organizations/{organization}/templateversions",
+            post(create_version),
+        )
+        .route(
+            "/organizations/{organization}/templates",
+            get(list_org_templates).post(create_template),
+        )
+        .route(
+            "/organizations/{organization}/templates/{name}",
+            get(template_by_name),
+        )
+        .route("/templates", get(list_all_templates))
+        .route(
+            "/templates/{id}",
+            get(get_template)
+                .patch(update_template)
+                .delete(delete_template),
+        )
+        .route(
+            "/templates/{id}/versions",
+            get(list_versions).patch(promote_version),
+        )
+        .route("/templates/{id}/versions/{name}", get(version_by_name))
+        .route("/templateversions/{id}", get(get_version))
+        .route("/templateversions/{id}/cancel", patch(cancel_version))
+        .route("/templateversions/{id}/logs", get(version_logs))
+        .route("/templateversions/{id}/resources", get(version_resources))
+        .route(
+            "/templateversions/{id}/rich-parameters",
+            get(version_parameters),
+        )
+        .route("/templateversions/{id}/variables", get(version_variables))
+}
+
+pub fn template(row: TemplateRow) -> Template {
+    Template {
+        id: row.id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        organization_id: row.organization_id,
+        organization_name: row.organization_name,
+        organization_display_name: row.organization_display_name,
+        organization_icon: row.organization_icon,
+        name: row.name,
+        display_name: row.display_name,
+        provisioner: row.provisioner,
+        active_version_id: row.active_version_id,
+        active_user_count: row.active_user_count,
+        description: row.description,
+        deprecated: !row.deprecated.is_empty(),
+        deprecation_message: row.deprecated,
+        icon: row.icon,
+        default_ttl_ms: row.default_ttl_ms,
+        created_by_id: row.created_by,
+        created_by_name: row.created_by_username,
+        allow_user_cancel_workspace_jobs: row.allow_user_cancel_workspace_jobs,
+        allow_user_autostart: true,
+        allow_user_autostop: true,
+        require_active_version: false,
+    }
+}
+
+pub async fn version(state: &AppState, row: TemplateVersionRow) -> ApiResult<TemplateVersion> {
+    let job = state.store.job_by_id(row.job_id).await?;
+    let (rendered, matched) = jobs::render_one(state, &job).await?;
+    Ok(TemplateVersion {
+        id: row.id,
+        template_id: row.template_id,
+        organization_id: row.organization_id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        name: row.name,
+        message: row.message,
+        job: rendered,
+        readme: row.readme,
+        created_by: MinimalUser {
+            id: row.created_by,
+            username: row.created_by_username,
+            avatar_url: row.created_by_avatar_url,
+            name: row.created_by_name,
+        },
+        archived: row.archived,
+        warnings: Vec::new(),
+        matched_provisioners: Some(matched),
+    })
+}
+
+/// The version's parameters as the import recorded them.
+pub fn rich_parameters(row: &TemplateVersionRow) -> Vec<RichParameter> {
+    serde_json::from_value(row.rich_parameters.clone()).unwrap_or_default()
+}
+
+/// A template the caller may see, or 404.
+pub async fn resolve_template(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<TemplateRow> {
+    let row = state.store.template_by_id(id).await?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::Template, row.organization_id),
+    )?;
+    Ok(row)
+}
+
+/// A version the caller may see: through its template, or (not yet attached) as one who may
+/// create templates in its organization.
+async fn resolve_version(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<TemplateVersionRow> {
+    let row = state.store.template_version_by_id(id).await?;
+    let object = Object::in_org(Resource::Template, row.organization_id);
+    let visible = if row.template_id.is_some() {
+        auth.can(Action::Read, &object)
+    } else {
+        row.created_by == auth.user.id || auth.can(Action::Create, &object)
+    };
+    if !visible {
+        return Err(ApiError::not_found());
+    }
+    Ok(row)
+}
+
+/// `adjective_surname`-style default version names, like Coder's.
+fn random_version_name() -> String {
+    const FIRST: &[&str] = &[
+        "amazing", "brave", "clever", "eager", "festive", "gallant", "happy", "jovial", "keen",
+        "lucid", "merry", "nifty",
+    ];
+    const SECOND: &[&str] = &[
+        "babbage", "curie", "darwin", "euler", "feynman", "gauss", "hopper", "lovelace", "noether",
+        "pascal", "turing", "wozniak",
+    ];
+    let n = Uuid::new_v4().as_u128();
+    format!(
+        "{}_{}{}",
+        FIRST[(n % FIRST.len() as u128) as usize],
+        SECOND[((n >> 8) % SECOND.len() as u128) as usize],
+        (n >> 16) % 100
+    )
+}
+
+#[utoipa::path(post, path = "/api/v2/organizations/{organization}/templateversions", tag = "Templates",
+    params(("organization" = String, Path)), request_body = CreateTemplateVersionRequest,
+    responses((status = 201, body = TemplateVersion), (status = 400, body = codersdk::Response)))]
+pub(super) async fn create_version(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+    Json(req): Json<CreateTemplateVersionRequest>,
+) -> ApiResult<(StatusCode, Json<TemplateVersion>)> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    let object = Object::in_org(Resource::Template, org.id);
+    auth.authorize(Action::Create, &object)?;
+    let mut v = Validator::default();
+    v.check(
+        PROVISIONERS.contains(&req.provisioner.as_str()),
+        "provisioner",
+        format!("must be one of {}", PROVISIONERS.join(", ")),
+    )
+    .check(
+        matches!(req.storage_method.as_str(), "" | "file"),
+        "storage_method",
+        "only \"file\" is supported",
+    )
+    .push("tags", tags::validate(&req.tags).map_err(|e| e.to_string()))
+    .check(
+        req.name.len() <= 64,
+        "name",
+        "must be at most 64 characters",
+    );
+    v.finish()?;
+    if let Some(template_id) = req.template_id {
+        let template = state
+            .store
+            .template_by_id(template_id)
+            .await
+            .map_err(|e| match e {
+                store::Error::NotFound => ApiError::bad_request("Template does not exist.")
+                    .with_detail(format!("no template {template_id}")),
+                other => other.into(),
+            })?;
+        if template.organization_id != org.id {
+            return Err(ApiError::bad_request(
+                "The template belongs to another organization.",
+            ));
+        }
+        auth.authorize(Action::Update, &object)?;
+    }
+    let file = state
+        .store
+        .file_by_id(req.file_id)
+        .await
+        .map_err(|e| match e {
+            store::Error::NotFound => {
+                ApiError::bad_request("File does not exist.").with_detail(format!(
+                    "no file {}; upload the template with POST /api/v2/files first",
+                    req.file_id
+                ))
+            }
+            other => other.into(),
+        })?;
+    if file.created_by != auth.user.id
+        && !auth.can(
+            Action::Read,
+            &Object::owned(Resource::File, None, file.created_by),
+        )
+    {
+        return Err(ApiError::bad_request("File does not exist.")
+            .with_detail(format!("no file {}", req.file_id)));
+    }
+    let job_tags = tags::normalize(req.tags.clone(), Some(auth.user.id));
+    let id = Uuid::new_v4();
+    let user_values: Vec<VariableValue> = req
+        .user_variable_values
+        .iter()
+        .map(|v| VariableValue {
+            name: v.name.clone(),
+            value: v.value.clone(),
+            sensitive: false,
+        })
+        .collect();
+    let new = NewTemplateVersion {
+        id,
+        template_id: req.template_id,
+        organization_id: org.id,
+        name: if req.name.is_empty() {
+            random_version_name()
+        } else {
+            req.name
+        },
+        message: req.message,
+        created_by: auth.user.id,
+        user_variable_values: serde_json::to_value(&user_values).unwrap_or_default(),
+        job: NewJob {
+            id: Uuid::new_v4(),
+            organization_id: org.id,
+            initiator_id: auth.user.id,
+            provisioner: req.provisioner,
+            file_id: file.id,
+            job_type: "template_version_import",
+            input: serde_json::json!({ "template_version_id": id }),
+            tags_key: tags::key(&job_tags),
+            tags: serde_json::to_value(&job_tags).unwrap_or_default(),
+        },
+    };
+    let (row, _) = state
+        .store
+        .create_template_version(&new)
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { .. } => {
+                ApiError::conflict("A version with this name already exists for this template.")
+            }
+            other => other.into(),
+        })?;
+    Ok((StatusCode::CREATED, Json(version(&state, row).await?)))
+}
+
+#[utoipa::path(get, path = "/api/v2/templateversions/{id}", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = TemplateVersion)))]
+pub(super) async fn get_version(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<TemplateVersion>> {
+    let row = resolve_version(&state, &auth, id).await?;
+    Ok(Json(version(&state, row).await?))
+}
+
+#[utoipa::path(patch, path = "/api/v2/templateversions/{id}/cancel", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = codersdk::Response), (status = 400, body = codersdk::Response)))]
+pub(super) async fn cancel_version(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<codersdk::Response>> {
+    let row = resolve_version(&state, &auth, id).await?;
+    auth.authorize(
+        Action::Update,
+        &Object::in_org(Resource::Template, row.organization_id),
+    )?;
+    match state.store.cancel_job(row.job_id).await? {
+        Some(_) => Ok(Json(codersdk::Response::new(
+            "Job has been marked as canceled.",
+        ))),
+        None => Err(ApiError::bad_request("Job has already completed.")),
+    }
+}
+
+#[utoipa::path(get, path = "/api/v2/templateversions/{id}/logs", tag = "Templates",
+    params(("id" = Uuid, Path), ("after" = Option<i64>, Query), ("follow" = Option<bool>, Query)),
+    responses((status = 200, body = [codersdk::provisioners::ProvisionerJobLog])))]
+pub(super) async fn version_logs(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Query(params): Query<LogParams>,
+    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> ApiResult<Response> {
+    let row = resolve_version(&state, &auth, id).await?;
+    jobs::logs(state, row.job_id, params, ws.ok()).await
+}
+
+#[utoipa::path(get, path = "/api/v2/templateversions/{id}/resources", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = [WorkspaceResource])))]
+pub(super) async fn version_resources(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Vec<WorkspaceResource>>> {
+    let row = resolve_version(&state, &auth, id).await?;
+    let trees = state.store.resources_of_jobs(&[row.job_id]).await?;
+    Ok(Json(super::workspaces::resources(trees)))
+}
+
+pub fn parameter(p: RichParameter) -> TemplateVersionParameter {
+    TemplateVersionParameter {
+        description_plaintext: p.description.clone(),
+        name: p.name,
+        display_name: p.display_name,
+        description: p.description,
+        kind: p.kind,
+        form_type: match serde_json::to_value(p.form_type) {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => String::new(),
+        },
+        mutable: p.mutable,
+        default_value: p.default_value,
+        icon: p.icon,
+        options: p
+            .options
+            .into_iter()
+            .map(|o| TemplateVersionParameterOption {
+                name: o.name,
+                description: o.description,
+                value: o.value,
+                icon: o.icon,
+            })
+            .collect(),
+        validation_error: p.validation_error,
+        validation_regex: p.validation_regex,
+        validation_min: p.validation_min,
+        validation_max: p.validation_max,
+        validation_monotonic: p.validation_monotonic,
+        required: p.required,
+        ephemeral: p.ephemeral,
+        order: p.order,
+    }
+}
+
+/// Rejects reads of a version's import results while the import runs.
+async fn imported(state: &AppState, row: &TemplateVersionRow) -> ApiResult<()> {
+    let job = state.store.job_by_id(row.job_id).await?;
+    match jobs::status(&job) {
+        ProvisionerJobStatus::Succeeded => Ok(()),
+        ProvisionerJobStatus::Pending | ProvisionerJobStatus::Running => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "Template version job is still running.",
+        )),
+        _ => Err(ApiError::bad_request("Template version job failed.")
+            .with_detail(job.error.unwrap_or_default())),
+    }
+}
+
+#[utoipa::path(get, path = "/api/v2/templateversions/{id}/rich-parameters", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = [TemplateVersionParameter])))]
+pub(super) async fn version_parameters(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Vec<TemplateVersionParameter>>> {
+    let row = resolve_version(&state, &auth, id).await?;
+    imported(&state, &row).await?;
+    Ok(Json(
+        rich_parameters(&row).into_iter().map(parameter).collect(),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v2/templateversions/{id}/variables", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = [TemplateVersionVariable])))]
+pub(super) async fn version_variables(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Vec<TemplateVersionVariable>>> {
+    let row = resolve_version(&state, &auth, id).await?;
+    auth.authorize(
+        Action::Update,
+        &Object::in_org(Resource::Template, row.organization_id),
+    )
+    .or_else(|_| {
+        if row.created_by == auth.user.id {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden())
+        }
+    })?;
+    imported(&state, &row).await?;
+    let declared: Vec<TemplateVariable> =
+        serde_json::from_value(row.variables.clone()).unwrap_or_default();
+    let given: Vec<VariableValue> =
+        serde_json::from_value(row.user_variable_values.clone()).unwrap_or_default();
+    Ok(Json(
+        declared
+            .into_iter()
+            .map(|d| {
+                let value = given
+                    .iter()
+                    .find(|g| g.name == d.name)
+                    .map_or_else(|| d.default_value.clone(), |g| g.value.clone());
+                TemplateVersionVariable {
+                    // Sensitive values never leave coderd.
+                    value: if d.sensitive {
+                        "*redacted*".into()
+                    } else {
+                        value
+                    },
+                    name: d.name,
+                    description: d.description,
+                    kind: d.kind,
+                    default_value: if d.sensitive {
+                        String::new()
+                    } else {
+                        d.default_value
+                    },
+                    required: d.required,
+                    sensitive: d.sensitive,
+                }
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v2/organizations/{organization}/templates", tag = "Templates",
+    params(("organization" = String, Path)), request_body = CreateTemplateRequest,
+    responses((status = 201, body = Template), (status = 400, body = codersdk::Response), (status = 409, body = codersdk::Response)))]
+pub(super) async fn create_template(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+    Json(req): Json<CreateTemplateRequest>,
+) -> ApiResult<(StatusCode, Json<Template>)> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    auth.authorize(Action::Create, &Object::in_org(Resource::Template, org.id))?;
+    Validator::default()
+        .push("name", validate::name(&req.name))
+        .push("display_name", validate::display_name(&req.display_name))
+        .check(
+            req.default_ttl_ms.unwrap_or(0) >= 0,
+            "default_ttl_ms",
+            "must not be negative",
+        )
+        .finish()?;
+    let version = state
+        .store
+        .template_version_by_id(req.template_version_id)
+        .await
+        .map_err(|e| match e {
+            store::Error::NotFound => ApiError::bad_request("Template version does not exist.")
+                .with_detail(format!("no template version {}", req.template_version_id)),
+            other => other.into(),
+        })?;
+    if version.organization_id != org.id {
+        return Err(ApiError::bad_request(
+            "The template version belongs to another organization.",
+        ));
+    }
+    if version.template_id.is_some() {
+        return Err(ApiError::conflict(
+            "The template version already belongs to a template.",
+        ));
+    }
+    imported(&state, &version).await?;
+    let job = state.store.job_by_id(version.job_id).await?;
+    let row = state
+        .store
+        .create_template(&NewTemplate {
+            id: Uuid::new_v4(),
+            organization_id: org.id,
+            name: req.name,
+            display_name: req.display_name,
+            description: req.description,
+            icon: req.icon,
+            provisioner: job.provisioner,
+            active_version_id: version.id,
+            created_by: auth.user.id,
+            default_ttl_ms: req.default_ttl_ms.unwrap_or(0),
+            allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs.unwrap_or(true),
+        })
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { constraint } if constraint.contains("name") => {
+                ApiError::conflict("A template with this name already exists in this organization.")
+            }
+            store::Error::Conflict { .. } => {
+                ApiError::conflict("The template version already belongs to a template.")
+            }
+            other => other.into(),
+        })?;
+    Ok((StatusCode::CREATED, Json(template(row))))
+}
+
+#[utoipa::path(get, path = "/api/v2/organizations/{organization}/templates", tag = "Templates",
+    params(("organization" = String, Path)), responses((status = 200, body = [Template])))]
+pub(super) async fn list_org_templates(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(org): Path<String>,
+) -> ApiResult<Json<Vec<Template>>> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    let visible = auth.can(Action::Read, &Object::in_org(Resource::Template, org.id));
+    let rows = if visible {
+        state.store.list_templates(false, &[org.id]).await?
+    } else {
+        Vec::new()
+    };
+    Ok(Json(rows.into_iter().map(template).collect()))
+}
+
+#[utoipa::path(get, path = "/api/v2/templates", tag = "Templates",
+    responses((status = 200, body = [Template])))]
+pub(super) async fn list_all_templates(
+    State(state): State<AppState>,
+    auth: Auth,
+) -> ApiResult<Json<Vec<Template>>> {
+    let filter = auth.subject.filter(Resource::Template);
+    let rows = state.store.list_templates(filter.all, &filter.orgs).await?;
+    Ok(Json(rows.into_iter().map(template).collect()))
+}
+
+#[utoipa::path(get, path = "/api/v2/organizations/{organization}/templates/{name}", tag = "Templates",
+    params(("organization" = String, Path), ("name" = String, Path)), responses((status = 200, body = Template)))]
+pub(super) async fn template_by_name(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((org, name)): Path<(String, String)>,
+) -> ApiResult<Json<Template>> {
+    let org = resolve_org(&state, &auth, &org).await?;
+    let row = state.store.template_by_name(org.id, &name).await?;
+    auth.authorize(
+        Action::Read,
+        &Object::in_org(Resource::Template, row.organization_id),
+    )?;
+    Ok(Json(template(row)))
+}
+
+#[utoipa::path(get, path = "/api/v2/templates/{id}", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = Template)))]
+pub(super) async fn get_template(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Template>> {
+    Ok(Json(template(resolve_template(&state, &auth, id).await?)))
+}
+
+#[utoipa::path(patch, path = "/api/v2/templates/{id}", tag = "Templates",
+    params(("id" = Uuid, Path)), request_body = UpdateTemplateMeta, responses((status = 200, body = Template)))]
+pub(super) async fn update_template(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateTemplateMeta>,
+) -> ApiResult<Json<Template>> {
+    let row = resolve_template(&state, &auth, id).await?;
+    auth.authorize(
+        Action::Update,
+        &Object::in_org(Resource::Template, row.organization_id),
+    )?;
+    let mut v = Validator::default();
+    if let Some(name) = &req.name {
+        v.push("name", validate::name(name));
+    }
+    if let Some(display_name) = &req.display_name {
+        v.push("display_name", validate::display_name(display_name));
+    }
+    v.check(
+        req.default_ttl_ms.unwrap_or(0) >= 0,
+        "default_ttl_ms",
+        "must not be negative",
+    );
+    v.finish()?;
+    let row = state
+        .store
+        .update_template(
+            id,
+            &TemplateChanges {
+                name: req.name,
+                display_name: req.display_name,
+                description: req.description,
+                icon: req.icon,
+                default_ttl_ms: req.default_ttl_ms,
+                allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs,
+                deprecated: req.deprecation_message,
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { .. } => {
+                ApiError::conflict("A template with this name already exists in this organization.")
+            }
+            other => other.into(),
+        })?;
+    Ok(Json(template(row)))
+}
+
+#[utoipa::path(delete, path = "/api/v2/templates/{id}", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = codersdk::Response), (status = 400, body = codersdk::Response)))]
+pub(super) async fn delete_template(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<codersdk::Response>> {
+    let row = resolve_template(&state, &auth, id).await?;
+    auth.authorize(
+        Action::Delete,
+        &Object::in_org(Resource::Template, row.organization_id),
+    )?;
+    if !state.store.delete_template(id).await? {
+        return Err(ApiError::bad_request(
+            "All workspaces must be deleted before a template can be removed.",
+        ));
+    }
+    Ok(Json(codersdk::Response::new("Template has been deleted!")))
+}
+
+#[utoipa::path(get, path = "/api/v2/templates/{id}/versions", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = [TemplateVersion])))]
+pub(super) async fn list_versions(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Vec<TemplateVersion>>> {
+    let template = resolve_template(&state, &auth, id).await?;
+    let rows = state.store.template_versions_of(template.id).await?;
+    let mut versions = Vec::with_capacity(rows.len());
+    for row in rows {
+        versions.push(version(&state, row).await?);
+    }
+    Ok(Json(versions))
+}
+
+#[utoipa::path(get, path = "/api/v2/templates/{id}/versions/{name}", tag = "Templates",
+    params(("id" = Uuid, Path), ("name" = String, Path)), responses((status = 200, body = TemplateVersion)))]
+pub(super) async fn version_by_name(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((id, name)): Path<(Uuid, String)>,
+) -> ApiResult<Json<TemplateVersion>> {
+    let template = resolve_template(&state, &auth, id).await?;
+    let row = state
+        .store
+        .template_version_by_name(template.id, &name)
+        .await?;
+    Ok(Json(version(&state, row).await?))
+}
+
+#[utoipa::path(patch, path = "/api/v2/templates/{id}/versions", tag = "Templates",
+    params(("id" = Uuid, Path)), request_body = UpdateActiveTemplateVersion,
+    responses((status = 200, body = codersdk::Response), (status = 400, body = codersdk::Response)))]
+pub(super) async fn promote_version(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateActiveTemplateVersion>,
+) -> ApiResult<Json<codersdk::Response>> {
+    let template = resolve_template(&state, &auth, id).await?;
+    auth.authorize(
+        Action::Update,
+        &Object::in_org(Resource::Template, template.organization_id),
+    )?;
+    let version = state
+        .store
+        .template_version_by_id(req.id)
+        .await
+        .map_err(|e| match e {
+            store::Error::NotFound => ApiError::bad_request("Template version does not exist."),
+            other => other.into(),
+        })?;
+    if version.template_id != Some(template.id) {
+        return Err(ApiError::bad_request(
+            "The template version does not belong to this template.",
+        ));
+    }
+    imported(&state, &version).await?;
+    state
+        .store
+        .set_active_version(template.id, version.id)
+        .await?;
+    Ok(Json(codersdk::Response::new(
+        "Updated the active template version!",
+    )))
+}

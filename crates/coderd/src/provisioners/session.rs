@@ -1,0 +1,388 @@
+//! One connected daemon, whatever carries its messages (a WebSocket for external daemons, a
+//! channel for built-in ones): hands it jobs, records its progress and results, tells it about
+//! cancellation.
+
+use std::time::Duration;
+
+use codersdk::provisionerd::{
+    DaemonMessage, JobFailure, JobResult, PROTOCOL_VERSION, ServerMessage,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::dispatch::{Capability, Posting, Wake};
+use super::payload;
+use crate::http::AppState;
+use crate::pubsub::{Subscription, channels};
+use crate::store::{Completion, DaemonRow, FinishOutcome, ImportResult, UpdateOutcome};
+
+/// How often an idle daemon looks for work on its own, in case a notification was lost.
+pub const SAFETY_POLL: Duration = Duration::from_secs(10);
+
+/// The two directions of a daemon's connection.
+pub struct SessionIo {
+    pub incoming: mpsc::Receiver<DaemonMessage>,
+    pub outgoing: mpsc::Sender<ServerMessage>,
+}
+
+/// The session's view of the job its daemon holds.
+struct Held {
+    id: Uuid,
+    events: Subscription,
+    cancel_sent: bool,
+}
+
+struct Session {
+    state: AppState,
+    daemon: DaemonRow,
+    capability: Capability,
+    outgoing: mpsc::Sender<ServerMessage>,
+    held: Option<Held>,
+    waiting: Option<oneshot::Receiver<Wake>>,
+}
+
+/// Serves one daemon until it disconnects or coderd shuts down.
+pub async fn run(
+    state: AppState,
+    daemon: DaemonRow,
+    capability: Capability,
+    io: SessionIo,
+    shutdown: CancellationToken,
+) {
+    let span = tracing::info_span!("provisioner_daemon", daemon = %daemon.name, id = %daemon.id);
+    async move {
+        tracing::info!("provisioner daemon connected");
+        state.daemons.connected(daemon.id);
+        let mut session = Session {
+            outgoing: io.outgoing,
+            state: state.clone(),
+            daemon,
+            capability,
+            held: None,
+            waiting: None,
+        };
+        session.serve(io.incoming, shutdown).await;
+        state.dispatcher.forget(session.daemon.id);
+        state.daemons.disconnected(session.daemon.id);
+        tracing::info!("provisioner daemon disconnected");
+    }
+    .instrument(span)
+    .await
+}
+
+async fn wait_wake(waiting: &mut Option<oneshot::Receiver<Wake>>) -> Option<Wake> {
+    match waiting {
+        Some(rx) => rx.await.ok(),
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_job_event(held: &mut Option<Held>) -> Option<crate::pubsub::Event> {
+    match held {
+        Some(h) => h.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Session {
+    async fn send(&self, msg: ServerMessage) -> bool {
+        self.outgoing.send(msg).await.is_ok()
+    }
+
+    async fn serve(
+        &mut self,
+        mut incoming: mpsc::Receiver<DaemonMessage>,
+        shutdown: CancellationToken,
+    ) {
+        let welcome = ServerMessage::Welcome {
+            daemon_id: self.daemon.id,
+            daemon_name: self.daemon.name.clone(),
+            protocol_version: PROTOCOL_VERSION.into(),
+        };
+        if !self.send(welcome).await {
+            return;
+        }
+        // A reconnecting daemon may still hold a job from before.
+        match self.state.store.current_job_of(self.daemon.id).await {
+            Ok(Some(job)) => self.hold(job.id),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "looking up the daemon's current job"),
+        }
+        let mut poll = tokio::time::interval(SAFETY_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let keep_going = tokio::select! {
+                () = shutdown.cancelled() => false,
+                msg = incoming.recv() => match msg {
+                    Some(msg) => self.handle(msg).await,
+                    None => false,
+                },
+                wake = wait_wake(&mut self.waiting) => {
+                    self.waiting = None;
+                    let posting = match wake {
+                        Some(Wake::Posted(p)) => Some(p),
+                        _ => None,
+                    };
+                    self.acquire(posting).await
+                }
+                _ = poll.tick(), if self.waiting.is_some() => {
+                    self.waiting = None;
+                    self.acquire(None).await
+                }
+                event = next_job_event(&mut self.held) => match event {
+                    Some(_) => self.check_cancel().await,
+                    None => true,
+                },
+            };
+            if !keep_going {
+                return;
+            }
+        }
+    }
+
+    fn hold(&mut self, job: Uuid) {
+        if self.held.as_ref().is_some_and(|h| h.id == job) {
+            return;
+        }
+        let events = self
+            .state
+            .pubsub
+            .subscribe(channels::JOB_UPDATED, Some(job.to_string()));
+        self.held = Some(Held {
+            id: job,
+            events,
+            cancel_sent: false,
+        });
+    }
+
+    fn release(&mut self, job: Uuid) {
+        if self.held.as_ref().is_some_and(|h| h.id == job) {
+            self.held = None;
+        }
+    }
+
+    /// Returns false when the connection is gone.
+    async fn handle(&mut self, msg: DaemonMessage) -> bool {
+        match msg {
+            DaemonMessage::Ready => {
+                if self.held.is_some() || self.waiting.is_some() {
+                    return true;
+                }
+                self.acquire(None).await
+            }
+            DaemonMessage::Update { job_id, logs } => {
+                match self
+                    .state
+                    .store
+                    .update_job(job_id, self.daemon.id, &logs)
+                    .await
+                {
+                    Ok(UpdateOutcome::Accepted { canceled }) => {
+                        self.hold(job_id);
+                        if canceled {
+                            return self.send_cancel().await;
+                        }
+                        true
+                    }
+                    Ok(UpdateOutcome::Gone) => {
+                        self.release(job_id);
+                        self.send(ServerMessage::JobGone {
+                            job_id,
+                            reason: "the job is no longer assigned to this daemon (it completed, \
+                                     was failed for missed heartbeats, or belongs to another daemon)"
+                                .into(),
+                        })
+                        .await
+                    }
+                    Err(e) => {
+                        // The update is lost, not the job: the daemon's next heartbeat retries.
+                        tracing::warn!(error = %e, job = %job_id, "recording job update");
+                        true
+                    }
+                }
+            }
+            DaemonMessage::Complete { job_id, result } => {
+                let completion = completion_of(*result);
+                let (completion, timings) = completion;
+                let outcome = self
+                    .state
+                    .store
+                    .complete_job(job_id, self.daemon.id, &completion, &timings)
+                    .await;
+                self.finish(job_id, outcome).await
+            }
+            DaemonMessage::Fail { job_id, failure } => {
+                let outcome = self
+                    .state
+                    .store
+                    .fail_job(job_id, self.daemon.id, &failure)
+                    .await;
+                self.finish(job_id, outcome).await
+            }
+        }
+    }
+
+    async fn finish(&mut self, job_id: Uuid, outcome: crate::store::Result<FinishOutcome>) -> bool {
+        match outcome {
+            Ok(FinishOutcome::Recorded | FinishOutcome::AlreadyRecorded) => {
+                self.release(job_id);
+                metrics::counter!("coderd_provisioner_jobs_finished_total").increment(1);
+                self.send(ServerMessage::Finished { job_id }).await
+            }
+            Ok(FinishOutcome::Gone(reason)) => {
+                self.release(job_id);
+                self.send(ServerMessage::JobGone { job_id, reason }).await
+            }
+            Err(e) => {
+                // Not acknowledged: the daemon keeps its result and resends it.
+                tracing::warn!(error = %e, job = %job_id, "recording job result failed");
+                true
+            }
+        }
+    }
+
+    async fn send_cancel(&mut self) -> bool {
+        let Some(held) = self.held.as_mut() else {
+            return true;
+        };
+        if held.cancel_sent {
+            return true;
+        }
+        held.cancel_sent = true;
+        let job_id = held.id;
+        self.send(ServerMessage::Cancel { job_id }).await
+    }
+
+    async fn check_cancel(&mut self) -> bool {
+        let Some(job_id) = self.held.as_ref().map(|h| h.id) else {
+            return true;
+        };
+        match self.state.store.job_by_id(job_id).await {
+            Ok(job) if job.canceled_at.is_some() && job.completed_at.is_none() => {
+                self.send_cancel().await
+            }
+            Ok(job) if job.completed_at.is_some() => {
+                // Completed behind the daemon's back (failed for missed heartbeats).
+                self.release(job_id);
+                self.send(ServerMessage::JobGone {
+                    job_id,
+                    reason: job
+                        .error
+                        .unwrap_or_else(|| "the job was completed elsewhere".into()),
+                })
+                .await
+            }
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "checking job for cancellation");
+                true
+            }
+        }
+    }
+
+    /// Tries to claim a job; registers as waiting first, so a posting between an empty result
+    /// and the registration cannot be missed.
+    async fn acquire(&mut self, mut posting: Option<Posting>) -> bool {
+        if self.held.is_some() {
+            return true;
+        }
+        loop {
+            let mut waiter = self.state.dispatcher.wait(self.daemon.id, &self.capability);
+            let started = std::time::Instant::now();
+            let acquired = self
+                .state
+                .store
+                .acquire_job(
+                    self.capability.org,
+                    &self.capability.provisioners,
+                    &self.capability.keys,
+                    self.daemon.id,
+                )
+                .await;
+            let job = match acquired {
+                Ok(Some(job)) => job,
+                Ok(None) => {
+                    self.waiting = Some(waiter);
+                    return true;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "acquiring a job failed; retrying on the next poll");
+                    self.waiting = Some(waiter);
+                    return true;
+                }
+            };
+            self.state.dispatcher.forget(self.daemon.id);
+            // Postings meant for this daemon that it cannot serve now go to the next idle one.
+            for p in posting.take().into_iter().chain(match waiter.try_recv() {
+                Ok(Wake::Posted(p)) => Some(p),
+                _ => None,
+            }) {
+                if p.job != job.id {
+                    self.state.dispatcher.post(p);
+                }
+            }
+            metrics::histogram!("coderd_provisioner_acquire_seconds")
+                .record(started.elapsed().as_secs_f64());
+            if let Some(started_at) = job.started_at {
+                let waited = (started_at - job.created_at).to_std().unwrap_or_default();
+                metrics::histogram!("coderd_provisioner_job_queue_wait_seconds")
+                    .record(waited.as_secs_f64());
+            }
+            match payload::build(&self.state, &job).await {
+                Ok(acquired) => {
+                    tracing::info!(job = %job.id, kind = %job.r#type, "job acquired");
+                    self.hold(job.id);
+                    return self.send(ServerMessage::Job(Box::new(acquired))).await;
+                }
+                Err(e) => {
+                    // A job that cannot be described cannot run anywhere; fail it and look again.
+                    tracing::error!(error = %e, job = %job.id, "preparing the acquired job failed");
+                    let failure = JobFailure::new(format!("coderd could not prepare the job: {e}"));
+                    if let Err(e) = self
+                        .state
+                        .store
+                        .fail_job(job.id, self.daemon.id, &failure)
+                        .await
+                    {
+                        tracing::error!(error = %e, job = %job.id, "failing the unpreparable job");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Maps a daemon's result to what the store records.
+fn completion_of(result: JobResult) -> (Completion, Vec<codersdk::provisionerd::Timing>) {
+    match result {
+        JobResult::TemplateImport {
+            start_resources,
+            stop_resources,
+            rich_parameters,
+            external_auth_providers,
+            variables,
+            readme,
+            timings,
+        } => (
+            Completion::Import {
+                result: ImportResult {
+                    rich_parameters: serde_json::to_value(&rich_parameters).unwrap_or_default(),
+                    variables: serde_json::to_value(&variables).unwrap_or_default(),
+                    external_auth_providers: serde_json::to_value(&external_auth_providers)
+                        .unwrap_or_default(),
+                    readme,
+                },
+                start_resources,
+                stop_resources,
+            },
+            timings,
+        ),
+        JobResult::WorkspaceBuild {
+            state,
+            resources,
+            timings,
+        } => (Completion::Build { state, resources }, timings),
+    }
+}

@@ -1,0 +1,180 @@
+//! `provisioner_daemons` and `provisioner_keys`.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Error, Result, Store, timed};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonRow {
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub name: String,
+    pub owner_key: String,
+    pub provisioners: Vec<String>,
+    pub tags: Value,
+    pub version: String,
+    pub api_version: String,
+    pub key_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+    pub key_name: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewDaemon {
+    pub organization_id: Uuid,
+    pub name: String,
+    /// The owner tag: empty for organization-scoped daemons.
+    pub owner_key: String,
+    pub provisioners: Vec<String>,
+    pub tags: Value,
+    pub version: String,
+    pub api_version: String,
+    pub key_id: Option<Uuid>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRow {
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub name: String,
+    pub hashed_secret: Vec<u8>,
+    pub tags: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Registers a daemon, or refreshes the registration of the one with the same organization,
+    /// name and owner, so a reconnecting daemon keeps its id.
+    pub async fn upsert_daemon(&self, d: &NewDaemon) -> Result<DaemonRow> {
+        timed("upsert_daemon", async {
+            let id = sqlx::query_scalar!(
+                r#"INSERT INTO provisioner_daemons (id, organization_id, name, owner_key, provisioners,
+                       tags, version, api_version, key_id, created_at, last_seen_at)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now(), now())
+                   ON CONFLICT (organization_id, name, owner_key) DO UPDATE SET
+                       provisioners = EXCLUDED.provisioners, tags = EXCLUDED.tags,
+                       version = EXCLUDED.version, api_version = EXCLUDED.api_version,
+                       key_id = EXCLUDED.key_id, last_seen_at = now()
+                   RETURNING id"#,
+                Uuid::new_v4(),
+                d.organization_id,
+                d.name,
+                d.owner_key,
+                &d.provisioners,
+                d.tags,
+                d.version,
+                d.api_version,
+                d.key_id
+            )
+            .fetch_one(&self.pool)
+            .await?;
+            self.daemons(Some(d.organization_id), Some(id))
+                .await?
+                .pop()
+                .ok_or(Error::NotFound)
+        })
+        .await
+    }
+
+    /// Daemons of `org` (or all), optionally just one.
+    pub async fn daemons(&self, org: Option<Uuid>, id: Option<Uuid>) -> Result<Vec<DaemonRow>> {
+        timed("daemons", async {
+            Ok(sqlx::query_as!(
+                DaemonRow,
+                r#"SELECT d.*, k.name AS "key_name?"
+                   FROM provisioner_daemons d LEFT JOIN provisioner_keys k ON k.id = d.key_id
+                   WHERE ($1::uuid IS NULL OR d.organization_id = $1) AND ($2::uuid IS NULL OR d.id = $2)
+                   ORDER BY d.name"#,
+                org,
+                id
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    /// Marks connected daemons as seen now, in one statement for all of them.
+    pub async fn touch_daemons(&self, ids: &[Uuid]) -> Result<()> {
+        timed("touch_daemons", async {
+            sqlx::query!(
+                "UPDATE provisioner_daemons SET last_seen_at = now() WHERE id = ANY($1)",
+                ids
+            )
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn insert_provisioner_key(
+        &self,
+        org: Uuid,
+        name: &str,
+        hashed_secret: &[u8],
+        tags: &Value,
+    ) -> Result<KeyRow> {
+        timed("insert_provisioner_key", async {
+            Ok(sqlx::query_as!(
+                KeyRow,
+                r#"INSERT INTO provisioner_keys (id, organization_id, name, hashed_secret, tags, created_at)
+                   VALUES ($1, $2, $3, $4, $5, now()) RETURNING *"#,
+                Uuid::new_v4(),
+                org,
+                name,
+                hashed_secret,
+                tags
+            )
+            .fetch_one(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    pub async fn provisioner_keys(&self, org: Uuid) -> Result<Vec<KeyRow>> {
+        timed("provisioner_keys", async {
+            Ok(sqlx::query_as!(
+                KeyRow,
+                "SELECT * FROM provisioner_keys WHERE organization_id = $1 ORDER BY lower(name)",
+                org
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    pub async fn provisioner_key_by_secret(&self, hashed_secret: &[u8]) -> Result<KeyRow> {
+        timed("provisioner_key_by_secret", async {
+            Ok(sqlx::query_as!(
+                KeyRow,
+                "SELECT * FROM provisioner_keys WHERE hashed_secret = $1",
+                hashed_secret
+            )
+            .fetch_one(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    pub async fn delete_provisioner_key(&self, org: Uuid, name: &str) -> Result<()> {
+        timed("delete_provisioner_key", async {
+            let deleted = sqlx::query!(
+                "DELETE FROM provisioner_keys WHERE organization_id = $1 AND lower(name) = lower($2)",
+                org,
+                name
+            )
+            .execute(&self.pool)
+            .await?;
+            if deleted.rows_affected() == 0 {
+                return Err(Error::NotFound);
+            }
+            Ok(())
+        })
+        .await
+    }
+}

@@ -1,0 +1,321 @@
+//! `workspace_resources`, their metadata, agents and apps: what a job produced.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use codersdk::proto::{self, AgentAuth};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Result, Store, timed};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceRow {
+    pub id: Uuid,
+    pub job_id: Uuid,
+    pub transition: String,
+    pub r#type: String,
+    pub name: String,
+    pub hide: bool,
+    pub icon: String,
+    pub instance_type: String,
+    pub daily_cost: i32,
+    pub module_path: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetadataRow {
+    pub workspace_resource_id: Uuid,
+    pub position: i32,
+    pub key: String,
+    pub value: Option<String>,
+    pub sensitive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRow {
+    pub id: Uuid,
+    pub resource_id: Uuid,
+    pub name: String,
+    pub auth_token_hash: Option<Vec<u8>>,
+    pub auth_instance_id: Option<String>,
+    pub architecture: String,
+    pub operating_system: String,
+    pub directory: String,
+    pub environment_variables: Value,
+    pub connection_timeout_seconds: i32,
+    pub troubleshooting_url: String,
+    pub motd_file: String,
+    pub display_apps: Vec<String>,
+    pub api_key_scope: String,
+    pub display_order: i64,
+    pub spec: Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub first_connected_at: Option<DateTime<Utc>>,
+    pub last_connected_at: Option<DateTime<Utc>>,
+    pub disconnected_at: Option<DateTime<Utc>>,
+    pub lifecycle_state: String,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub version: String,
+    pub api_version: String,
+    pub expanded_directory: String,
+    pub logs_length: i32,
+    pub logs_overflowed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppRow {
+    pub id: Uuid,
+    pub agent_id: Uuid,
+    pub slug: String,
+    pub display_name: String,
+    pub icon: String,
+    pub command: Option<String>,
+    pub url: Option<String>,
+    pub external: bool,
+    pub subdomain: bool,
+    pub sharing_level: String,
+    pub healthcheck_url: String,
+    pub healthcheck_interval: i32,
+    pub healthcheck_threshold: i32,
+    pub health: String,
+    pub open_in: String,
+    pub display_order: i64,
+    pub hidden: bool,
+    pub display_group: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A resource with everything attached to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTree {
+    pub resource: ResourceRow,
+    pub metadata: Vec<MetadataRow>,
+    pub agents: Vec<(AgentRow, Vec<AppRow>)>,
+}
+
+fn display_apps(d: &proto::DisplayApps) -> Vec<String> {
+    [
+        (d.vscode, "vscode"),
+        (d.vscode_insiders, "vscode_insiders"),
+        (d.web_terminal, "web_terminal"),
+        (d.ssh_helper, "ssh_helper"),
+        (d.port_forwarding_helper, "port_forwarding_helper"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_string())
+    .collect()
+}
+
+fn enum_str<T: serde::Serialize>(value: &T, fallback: &str) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        _ => fallback.to_string(),
+    }
+}
+
+/// Stores what a job produced for `transition`, inside the caller's transaction.
+pub(crate) async fn insert_resources(
+    tx: &mut sqlx::PgConnection,
+    job: Uuid,
+    transition: &str,
+    resources: &[proto::Resource],
+) -> Result<()> {
+    let now = Utc::now();
+    for resource in resources {
+        let resource_id = Uuid::new_v4();
+        sqlx::query!(
+            r#"INSERT INTO workspace_resources (id, job_id, transition, type, name, hide, icon,
+                   instance_type, daily_cost, module_path, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"#,
+            resource_id,
+            job,
+            transition,
+            resource.kind,
+            resource.name,
+            resource.hide,
+            resource.icon,
+            resource.instance_type,
+            resource.daily_cost,
+            resource.module_path,
+            now
+        )
+        .execute(&mut *tx)
+        .await?;
+        for (position, item) in resource.metadata.iter().enumerate() {
+            sqlx::query!(
+                r#"INSERT INTO workspace_resource_metadata (workspace_resource_id, position, key, value, sensitive)
+                   VALUES ($1, $2, $3, $4, $5)"#,
+                resource_id,
+                position as i32,
+                item.key,
+                (!item.is_null).then_some(item.value.as_str()),
+                item.sensitive
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        for agent in &resource.agents {
+            insert_agent(tx, resource_id, agent, now).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn insert_agent(
+    tx: &mut sqlx::PgConnection,
+    resource_id: Uuid,
+    agent: &proto::Agent,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    // Fresh ids per build: terraform keeps an unchanged agent's (and app's) id across builds,
+    // but every build's rows are its own.
+    let agent_id = Uuid::new_v4();
+    let (token_hash, instance_id) = match &agent.auth {
+        AgentAuth::Token(token) if !token.is_empty() => {
+            (Some(crate::auth::hash_secret(token)), None)
+        }
+        AgentAuth::Token(_) => (None, None),
+        AgentAuth::InstanceId(id) => (None, Some(id.clone())),
+    };
+    // Keep what the agent needs later (scripts, metadata, env) without its secret or apps,
+    // which have their own rows.
+    let mut spec = agent.clone();
+    spec.auth = AgentAuth::Token(String::new());
+    spec.apps.clear();
+    let spec = serde_json::to_value(&spec).unwrap_or_default();
+    let mut env = agent.env.clone();
+    for extra in &agent.extra_envs {
+        env.insert(extra.name.clone(), extra.value.clone());
+    }
+    sqlx::query!(
+        r#"INSERT INTO workspace_agents (id, resource_id, name, auth_token_hash, auth_instance_id,
+               architecture, operating_system, directory, environment_variables,
+               connection_timeout_seconds, troubleshooting_url, motd_file, display_apps,
+               api_key_scope, display_order, spec, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)"#,
+        agent_id,
+        resource_id,
+        agent.name,
+        token_hash,
+        instance_id,
+        agent.architecture,
+        agent.operating_system,
+        agent.directory,
+        serde_json::to_value(&env).unwrap_or_default(),
+        agent.connection_timeout_seconds,
+        agent.troubleshooting_url,
+        agent.motd_file,
+        &display_apps(&agent.display_apps),
+        enum_str(&agent.api_key_scope, "all"),
+        agent.order,
+        spec,
+        now
+    )
+    .execute(&mut *tx)
+    .await?;
+    for app in &agent.apps {
+        let health = if app.healthcheck.as_ref().is_some_and(|h| !h.url.is_empty()) {
+            "initializing"
+        } else {
+            "disabled"
+        };
+        let healthcheck = app.healthcheck.clone().unwrap_or_default();
+        sqlx::query!(
+            r#"INSERT INTO workspace_apps (id, agent_id, slug, display_name, icon, command, url,
+                   external, subdomain, sharing_level, healthcheck_url, healthcheck_interval,
+                   healthcheck_threshold, health, open_in, display_order, hidden, display_group,
+                   created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"#,
+            Uuid::new_v4(),
+            agent_id,
+            app.slug,
+            app.display_name,
+            app.icon,
+            (!app.command.is_empty()).then_some(app.command.as_str()),
+            (!app.url.is_empty()).then_some(app.url.as_str()),
+            app.external,
+            app.subdomain,
+            enum_str(&app.sharing_level, "owner"),
+            healthcheck.url,
+            healthcheck.interval,
+            healthcheck.threshold,
+            health,
+            enum_str(&app.open_in, "slim-window"),
+            app.order,
+            app.hidden,
+            app.group,
+            now
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Everything produced by `jobs`, grouped per resource, in creation order.
+    pub async fn resources_of_jobs(&self, jobs: &[Uuid]) -> Result<Vec<ResourceTree>> {
+        timed("resources_of_jobs", async {
+            let resources = sqlx::query_as!(
+                ResourceRow,
+                "SELECT * FROM workspace_resources WHERE job_id = ANY($1) ORDER BY created_at, name",
+                jobs
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            if resources.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ids: Vec<Uuid> = resources.iter().map(|r| r.id).collect();
+            let metadata = sqlx::query_as!(
+                MetadataRow,
+                "SELECT * FROM workspace_resource_metadata WHERE workspace_resource_id = ANY($1) ORDER BY position",
+                &ids
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            let agents = sqlx::query_as!(
+                AgentRow,
+                "SELECT * FROM workspace_agents WHERE resource_id = ANY($1) ORDER BY display_order, name",
+                &ids
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            let agent_ids: Vec<Uuid> = agents.iter().map(|a| a.id).collect();
+            let apps = sqlx::query_as!(
+                AppRow,
+                "SELECT * FROM workspace_apps WHERE agent_id = ANY($1) ORDER BY display_order, slug",
+                &agent_ids
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            let mut apps_by_agent: HashMap<Uuid, Vec<AppRow>> = HashMap::new();
+            for app in apps {
+                apps_by_agent.entry(app.agent_id).or_default().push(app);
+            }
+            let mut agents_by_resource: HashMap<Uuid, Vec<(AgentRow, Vec<AppRow>)>> = HashMap::new();
+            for agent in agents {
+                let apps = apps_by_agent.remove(&agent.id).unwrap_or_default();
+                agents_by_resource.entry(agent.resource_id).or_default().push((agent, apps));
+            }
+            let mut metadata_by_resource: HashMap<Uuid, Vec<MetadataRow>> = HashMap::new();
+            for item in metadata {
+                metadata_by_resource.entry(item.workspace_resource_id).or_default().push(item);
+            }
+            Ok(resources
+                .into_iter()
+                .map(|resource| ResourceTree {
+                    metadata: metadata_by_resource.remove(&resource.id).unwrap_or_default(),
+                    agents: agents_by_resource.remove(&resource.id).unwrap_or_default(),
+                    resource,
+                })
+                .collect())
+        })
+        .await
+    }
+}

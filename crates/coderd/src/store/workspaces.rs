@@ -1,0 +1,469 @@
+//! `workspaces`, `workspace_builds` and their parameters.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::jobs::{JobRow, NewJob, insert_job, notify};
+use super::{Error, Result, Store, timed};
+use crate::authz::Filter;
+use crate::pubsub::channels;
+
+/// A workspace with the names the API shows next to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceRow {
+    pub id: Uuid,
+    pub owner_id: Uuid,
+    pub organization_id: Uuid,
+    pub template_id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_used_at: DateTime<Utc>,
+    pub deleted: bool,
+    pub autostart_schedule: Option<String>,
+    pub ttl_ms: Option<i64>,
+    pub automatic_updates: String,
+    pub owner_username: String,
+    pub owner_avatar_url: String,
+    pub organization_name: String,
+    pub template_name: String,
+    pub template_display_name: String,
+    pub template_icon: String,
+    pub template_allow_user_cancel_workspace_jobs: bool,
+    pub template_active_version_id: Uuid,
+}
+
+/// A build with the names the API shows next to it (its state is fetched separately: it can be
+/// large).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub template_version_id: Uuid,
+    pub build_number: i32,
+    pub transition: String,
+    pub initiator_id: Uuid,
+    pub job_id: Uuid,
+    pub reason: String,
+    pub daily_cost: i32,
+    pub deadline: Option<DateTime<Utc>>,
+    pub max_deadline: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub workspace_name: String,
+    pub workspace_owner_id: Uuid,
+    pub owner_username: String,
+    pub owner_avatar_url: String,
+    pub template_version_name: String,
+    pub initiator_username: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewWorkspace {
+    pub id: Uuid,
+    pub owner_id: Uuid,
+    pub organization_id: Uuid,
+    pub template_id: Uuid,
+    pub name: String,
+    pub autostart_schedule: Option<String>,
+    pub ttl_ms: Option<i64>,
+    pub automatic_updates: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewBuild {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub template_version_id: Uuid,
+    pub transition: String,
+    pub initiator_id: Uuid,
+    pub reason: String,
+    pub parameters: Vec<(String, String)>,
+    pub job: NewJob,
+}
+
+/// A search over workspaces (`GET /workspaces?q=...`), already parsed.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceQuery {
+    pub owner: Option<Uuid>,
+    /// Substring of the name, case-insensitive.
+    pub name: String,
+    pub template: String,
+    pub status: String,
+    pub deleted: bool,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl Store {
+    /// Creates a workspace and its first build (and the build's job) in one transaction.
+    pub async fn create_workspace(
+        &self,
+        w: &NewWorkspace,
+        build: &NewBuild,
+    ) -> Result<(WorkspaceRow, BuildRow, JobRow)> {
+        timed("create_workspace", async {
+            let mut tx = self.pool.begin().await?;
+            let now = Utc::now();
+            sqlx::query!(
+                r#"INSERT INTO workspaces (id, owner_id, organization_id, template_id, name, created_at,
+                       updated_at, last_used_at, autostart_schedule, ttl_ms, automatic_updates)
+                   VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)"#,
+                w.id,
+                w.owner_id,
+                w.organization_id,
+                w.template_id,
+                w.name,
+                now,
+                w.autostart_schedule,
+                w.ttl_ms,
+                w.automatic_updates
+            )
+            .execute(&mut *tx)
+            .await?;
+            let job = insert_build(&mut tx, build, 1, None, now).await?;
+            let workspace = workspace_by(&mut tx, w.id, true).await?;
+            let build = build_by(&mut tx, build.id).await?;
+            tx.commit().await?;
+            Ok((workspace, build, job))
+        })
+        .await
+    }
+
+    /// Creates the next build of a workspace, starting from the previous build's state, unless
+    /// a build is still active (then `None`). Serialised per workspace by its row lock.
+    pub async fn create_build(&self, build: &NewBuild) -> Result<Option<(BuildRow, JobRow)>> {
+        timed("create_build", async {
+            let mut tx = self.pool.begin().await?;
+            sqlx::query!(
+                "SELECT id FROM workspaces WHERE id = $1 AND NOT deleted FOR UPDATE",
+                build.workspace_id
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(Error::NotFound)?;
+            let latest = sqlx::query!(
+                r#"SELECT b.build_number, b.provisioner_state, j.completed_at IS NOT NULL AS "done!"
+               FROM workspace_builds b JOIN provisioner_jobs j ON j.id = b.job_id
+               WHERE b.workspace_id = $1 ORDER BY b.build_number DESC LIMIT 1"#,
+                build.workspace_id
+            )
+            .fetch_optional(&mut *tx)
+            .await?;
+            if latest.as_ref().is_some_and(|l| !l.done) {
+                return Ok(None);
+            }
+            let (number, state) =
+                latest.map_or((1, None), |l| (l.build_number + 1, l.provisioner_state));
+            let job = insert_build(&mut tx, build, number, state, Utc::now()).await?;
+            let row = build_by(&mut tx, build.id).await?;
+            tx.commit().await?;
+            Ok(Some((row, job)))
+        })
+        .await
+    }
+
+    pub async fn workspace_by_id(&self, id: Uuid, include_deleted: bool) -> Result<WorkspaceRow> {
+        timed("workspace_by_id", async {
+            let mut conn = self.pool.acquire().await?;
+            workspace_by(&mut conn, id, include_deleted).await
+        })
+        .await
+    }
+
+    pub async fn workspace_by_owner_and_name(
+        &self,
+        owner: Uuid,
+        name: &str,
+    ) -> Result<WorkspaceRow> {
+        timed("workspace_by_owner_and_name", async {
+            let id = sqlx::query_scalar!(
+                "SELECT id FROM workspaces WHERE owner_id = $1 AND lower(name) = lower($2) AND NOT deleted",
+                owner,
+                name
+            )
+            .fetch_one(&self.pool)
+            .await?;
+            let mut conn = self.pool.acquire().await?;
+            workspace_by(&mut conn, id, false).await
+        })
+        .await
+    }
+
+    /// One page of the workspaces `filter` lets the caller see, plus how many match in all.
+    pub async fn list_workspaces(
+        &self,
+        q: &WorkspaceQuery,
+        filter: &Filter,
+    ) -> Result<(Vec<WorkspaceRow>, i64)> {
+        timed("list_workspaces", async {
+            let pattern = format!(
+                "%{}%",
+                q.name.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            );
+            let rows = sqlx::query!(
+                r#"SELECT w.id, count(*) OVER () AS "total!"
+                   FROM workspaces w
+                   JOIN users u ON u.id = w.owner_id
+                   JOIN templates t ON t.id = w.template_id
+                   JOIN LATERAL (
+                       SELECT b.transition, j.started_at, j.completed_at, j.canceled_at, j.error
+                       FROM workspace_builds b JOIN provisioner_jobs j ON j.id = b.job_id
+                       WHERE b.workspace_id = w.id ORDER BY b.build_number DESC LIMIT 1
+                   ) lb ON true
+                   WHERE w.deleted = $1
+                     AND ($2 OR w.organization_id = ANY($3)
+                          OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
+                     AND ($6::uuid IS NULL OR w.owner_id = $6)
+                     AND ($7 = '%%' OR w.name ILIKE $7)
+                     AND ($8 = '' OR lower(t.name) = lower($8))
+                     AND ($9 = '' OR (CASE
+                            WHEN lb.completed_at IS NOT NULL AND lb.error IS NOT NULL THEN 'failed'
+                            WHEN lb.completed_at IS NOT NULL AND lb.canceled_at IS NOT NULL THEN 'canceled'
+                            WHEN lb.completed_at IS NOT NULL THEN
+                                CASE lb.transition WHEN 'start' THEN 'running' WHEN 'stop' THEN 'stopped' ELSE 'deleted' END
+                            WHEN lb.canceled_at IS NOT NULL THEN 'canceling'
+                            WHEN lb.started_at IS NULL THEN 'pending'
+                            ELSE CASE lb.transition WHEN 'start' THEN 'starting' WHEN 'stop' THEN 'stopping' ELSE 'deleting' END
+                          END) = $9)
+                   ORDER BY lower(u.username), lower(w.name)
+                   LIMIT $10 OFFSET $11"#,
+                q.deleted,
+                filter.all,
+                &filter.orgs,
+                filter.owner,
+                &filter.owner_orgs,
+                q.owner,
+                pattern,
+                q.template,
+                q.status,
+                q.limit,
+                q.offset
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            let total = rows.first().map_or(0, |r| r.total);
+            let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+            let mut found = sqlx::query_as!(
+                WorkspaceRow,
+                r#"SELECT w.*, u.username AS owner_username, u.avatar_url AS owner_avatar_url,
+                          o.name AS organization_name, t.name AS template_name,
+                          t.display_name AS template_display_name, t.icon AS template_icon,
+                          t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
+                          t.active_version_id AS template_active_version_id
+                   FROM workspaces w
+                   JOIN users u ON u.id = w.owner_id
+                   JOIN organizations o ON o.id = w.organization_id
+                   JOIN templates t ON t.id = w.template_id
+                   WHERE w.id = ANY($1)"#,
+                &ids
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            found.sort_by_key(|w| ids.iter().position(|id| *id == w.id));
+            Ok((found, total))
+        })
+        .await
+    }
+
+    /// The newest build of each workspace.
+    pub async fn latest_builds(&self, workspaces: &[Uuid]) -> Result<Vec<BuildRow>> {
+        timed("latest_builds", async {
+            Ok(sqlx::query_as!(
+                BuildRow,
+                r#"SELECT DISTINCT ON (b.workspace_id)
+                          b.id, b.workspace_id, b.template_version_id, b.build_number, b.transition,
+                          b.initiator_id, b.job_id, b.reason, b.daily_cost, b.deadline, b.max_deadline,
+                          b.created_at, b.updated_at, w.name AS workspace_name,
+                          w.owner_id AS workspace_owner_id, u.username AS owner_username,
+                          u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
+                          i.username AS initiator_username
+                   FROM workspace_builds b
+                   JOIN workspaces w ON w.id = b.workspace_id
+                   JOIN users u ON u.id = w.owner_id
+                   JOIN users i ON i.id = b.initiator_id
+                   JOIN template_versions v ON v.id = b.template_version_id
+                   WHERE b.workspace_id = ANY($1)
+                   ORDER BY b.workspace_id, b.build_number DESC"#,
+                workspaces
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    /// Builds of a workspace, newest first.
+    pub async fn builds_of(
+        &self,
+        workspace: Uuid,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<BuildRow>> {
+        timed("builds_of", async {
+            Ok(sqlx::query_as!(
+                BuildRow,
+                r#"SELECT b.id, b.workspace_id, b.template_version_id, b.build_number, b.transition,
+                          b.initiator_id, b.job_id, b.reason, b.daily_cost, b.deadline, b.max_deadline,
+                          b.created_at, b.updated_at, w.name AS workspace_name,
+                          w.owner_id AS workspace_owner_id, u.username AS owner_username,
+                          u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
+                          i.username AS initiator_username
+                   FROM workspace_builds b
+                   JOIN workspaces w ON w.id = b.workspace_id
+                   JOIN users u ON u.id = w.owner_id
+                   JOIN users i ON i.id = b.initiator_id
+                   JOIN template_versions v ON v.id = b.template_version_id
+                   WHERE b.workspace_id = $1
+                   ORDER BY b.build_number DESC LIMIT $2 OFFSET $3"#,
+                workspace,
+                limit,
+                offset
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    pub async fn build_by_id(&self, id: Uuid) -> Result<BuildRow> {
+        timed("build_by_id", async {
+            let mut conn = self.pool.acquire().await?;
+            build_by(&mut conn, id).await
+        })
+        .await
+    }
+
+    pub async fn build_by_job(&self, job: Uuid) -> Result<BuildRow> {
+        timed("build_by_job", async {
+            let id = sqlx::query_scalar!("SELECT id FROM workspace_builds WHERE job_id = $1", job)
+                .fetch_one(&self.pool)
+                .await?;
+            let mut conn = self.pool.acquire().await?;
+            build_by(&mut conn, id).await
+        })
+        .await
+    }
+
+    pub async fn build_state(&self, id: Uuid) -> Result<Vec<u8>> {
+        timed("build_state", async {
+            let state = sqlx::query_scalar!(
+                "SELECT provisioner_state FROM workspace_builds WHERE id = $1",
+                id
+            )
+            .fetch_one(&self.pool)
+            .await?;
+            Ok(state.unwrap_or_default())
+        })
+        .await
+    }
+
+    pub async fn build_parameters(&self, build: Uuid) -> Result<Vec<(String, String)>> {
+        timed("build_parameters", async {
+            let rows = sqlx::query!(
+                "SELECT name, value FROM workspace_build_parameters WHERE workspace_build_id = $1 ORDER BY name",
+                build
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            Ok(rows.into_iter().map(|r| (r.name, r.value)).collect())
+        })
+        .await
+    }
+}
+
+async fn insert_build(
+    tx: &mut sqlx::PgConnection,
+    build: &NewBuild,
+    number: i32,
+    state: Option<Vec<u8>>,
+    now: DateTime<Utc>,
+) -> Result<JobRow> {
+    let job = insert_job(tx, &build.job, now).await?;
+    sqlx::query!(
+        r#"INSERT INTO workspace_builds (id, workspace_id, template_version_id, build_number,
+               transition, initiator_id, provisioner_state, job_id, reason, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)"#,
+        build.id,
+        build.workspace_id,
+        build.template_version_id,
+        number,
+        build.transition,
+        build.initiator_id,
+        state,
+        job.id,
+        build.reason,
+        now
+    )
+    .execute(&mut *tx)
+    .await?;
+    let (names, values): (Vec<String>, Vec<String>) = build.parameters.iter().cloned().unzip();
+    sqlx::query!(
+        r#"INSERT INTO workspace_build_parameters (workspace_build_id, name, value)
+           SELECT $1, * FROM unnest($2::text[], $3::text[])"#,
+        build.id,
+        &names,
+        &values
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE workspaces SET updated_at = $2 WHERE id = $1",
+        build.workspace_id,
+        now
+    )
+    .execute(&mut *tx)
+    .await?;
+    notify(
+        tx,
+        channels::WORKSPACE_UPDATED,
+        build.workspace_id.to_string(),
+    )
+    .await?;
+    Ok(job)
+}
+
+async fn workspace_by(
+    conn: &mut sqlx::PgConnection,
+    id: Uuid,
+    include_deleted: bool,
+) -> Result<WorkspaceRow> {
+    Ok(sqlx::query_as!(
+        WorkspaceRow,
+        r#"SELECT w.*, u.username AS owner_username, u.avatar_url AS owner_avatar_url,
+                  o.name AS organization_name, t.name AS template_name,
+                  t.display_name AS template_display_name, t.icon AS template_icon,
+                  t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
+                  t.active_version_id AS template_active_version_id
+           FROM workspaces w
+           JOIN users u ON u.id = w.owner_id
+           JOIN organizations o ON o.id = w.organization_id
+           JOIN templates t ON t.id = w.template_id
+           WHERE w.id = $1 AND ($2 OR NOT w.deleted)"#,
+        id,
+        include_deleted
+    )
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+async fn build_by(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<BuildRow> {
+    Ok(sqlx::query_as!(
+        BuildRow,
+        r#"SELECT b.id, b.workspace_id, b.template_version_id, b.build_number, b.transition,
+                  b.initiator_id, b.job_id, b.reason, b.daily_cost, b.deadline, b.max_deadline,
+                  b.created_at, b.updated_at, w.name AS workspace_name,
+                  w.owner_id AS workspace_owner_id, u.username AS owner_username,
+                  u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
+                  i.username AS initiator_username
+           FROM workspace_builds b
+           JOIN workspaces w ON w.id = b.workspace_id
+           JOIN users u ON u.id = w.owner_id
+           JOIN users i ON i.id = b.initiator_id
+           JOIN template_versions v ON v.id = b.template_version_id
+           WHERE b.id = $1"#,
+        id
+    )
+    .fetch_one(&mut *conn)
+    .await?)
+}

@@ -1,0 +1,34 @@
+//! Uploaded files (template archives).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// `POST /files` answers with the file's id, which Coder calls `hash`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UploadResponse {
+    pub hash: Uuid,
+}
+
+pub const CONTENT_TYPE_TAR: &str = "application/x-tar";
+
+impl crate::Client {
+    /// Uploads a tar archive; the same bytes uploaded twice get the same id.
+    pub async fn upload_tar(&self, tar: Vec<u8>) -> Result<UploadResponse, crate::ClientError> {
+        let req = self
+            .request(reqwest::Method::POST, "/api/v2/files")?
+            .header(reqwest::header::CONTENT_TYPE, CONTENT_TYPE_TAR)
+            .body(tar);
+        self.send(req).await
+    }
+
+    pub async fn download_file(&self, id: Uuid) -> Result<Vec<u8>, crate::ClientError> {
+        let resp = crate::client::check(
+            self.request(reqwest::Method::GET, &format!("/api/v2/files/{id}"))?
+                .send()
+                .await?,
+        )
+        .await?;
+        Ok(resp.bytes().await?.to_vec())
+    }
+}

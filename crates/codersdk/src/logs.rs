@@ -1,0 +1,65 @@
+//! Following job logs live: a WebSocket that first replays every line after `after`, then
+//! streams new ones, and closes when the job completes.
+
+use futures::{Stream, StreamExt};
+use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
+
+use crate::provisioners::ProvisionerJobLog;
+use crate::{Client, ClientError};
+
+impl Client {
+    /// Follows the logs at `path` (e.g. `/api/v2/workspacebuilds/{id}/logs`) after log id
+    /// `after` (0 for all). The stream ends when the job completes.
+    pub async fn follow_logs(
+        &self,
+        path: &str,
+        after: i64,
+    ) -> Result<impl Stream<Item = Result<ProvisionerJobLog, ClientError>> + use<>, ClientError>
+    {
+        let mut url = self.endpoint(path)?;
+        url.query_pairs_mut()
+            .append_pair("follow", "true")
+            .append_pair("after", &after.to_string());
+        let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
+        url.set_scheme(scheme)
+            .map_err(|()| ClientError::Decode(format!("cannot make a WebSocket URL of {url}")))?;
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| ClientError::WebSocket(Box::new(e)))?;
+        if let Some(token) = self.token() {
+            let value = token
+                .parse()
+                .map_err(|_| ClientError::Decode("token is not a valid header value".into()))?;
+            request
+                .headers_mut()
+                .insert(crate::client::SESSION_TOKEN_HEADER, value);
+        }
+        let (socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .map_err(websocket_error)?;
+        Ok(socket.filter_map(|msg| async move {
+            match msg {
+                Ok(tungstenite::Message::Text(text)) => Some(
+                    serde_json::from_str::<ProvisionerJobLog>(&text)
+                        .map_err(|e| ClientError::Decode(e.to_string())),
+                ),
+                Ok(tungstenite::Message::Close(_)) | Ok(_) => None,
+                Err(e) => Some(Err(ClientError::WebSocket(Box::new(e)))),
+            }
+        }))
+    }
+}
+
+/// A refused upgrade carries coderd's error body; surface it like any API error.
+pub(crate) fn websocket_error(e: tungstenite::Error) -> ClientError {
+    if let tungstenite::Error::Http(resp) = &e {
+        let status = resp.status().as_u16();
+        let body = resp.body().as_deref().unwrap_or_default();
+        let response = serde_json::from_slice::<crate::Response>(body).unwrap_or_else(|_| {
+            crate::Response::new(String::from_utf8_lossy(body).trim().to_string())
+        });
+        return ClientError::Api { status, response };
+    }
+    ClientError::WebSocket(Box::new(e))
+}

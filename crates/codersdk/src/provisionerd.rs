@@ -1,0 +1,442 @@
+//! The provisioner daemon protocol: what a daemon and coderd say to each other over the daemon's
+//! one connection (a WebSocket to `/api/v2/organizations/{org}/provisionerdaemons/serve` with
+//! JSON text frames, or an in-memory channel for daemons built into `coder server`).
+//!
+//! The conversation:
+//! 1. coderd accepts the connection and sends [`ServerMessage::Welcome`] with the daemon's
+//!    stable id (registration is an upsert on organization, name and owner).
+//! 2. An idle daemon sends [`DaemonMessage::Ready`]; coderd pushes [`ServerMessage::Job`] as
+//!    soon as a matching job exists. A daemon holds one job at a time.
+//! 3. While running, the daemon sends [`DaemonMessage::Update`] with new logs at least every
+//!    [`HEARTBEAT_INTERVAL`] (the update is the job's heartbeat); coderd may push
+//!    [`ServerMessage::Cancel`] at any time.
+//! 4. The daemon ends the job with [`DaemonMessage::Complete`] or [`DaemonMessage::Fail`] and
+//!    keeps resending it (after reconnects too) until coderd answers
+//!    [`ServerMessage::Finished`] — sent only once the result is committed.
+//!
+//! Adding optional fields is backward compatible; anything else bumps [`PROTOCOL_VERSION`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::proto::{ExternalAuthProviderResource, Resource, RichParameter};
+
+/// Major.minor; a daemon and coderd with different majors refuse each other.
+pub const PROTOCOL_VERSION: &str = "1.0";
+/// A running job's update (logs or not) is sent at least this often; it is the job's heartbeat.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+/// Logs are flushed at least this often while a job runs.
+pub const LOG_FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Header carrying the pre-shared key of PSK-authenticated daemons.
+pub const PSK_HEADER: &str = "Coder-Provisioner-Daemon-PSK";
+/// Header carrying a provisioner key.
+pub const KEY_HEADER: &str = "Coder-Provisioner-Daemon-Key";
+
+/// Query parameters of the serve endpoint: who the daemon is and what it can run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServeParams {
+    pub name: String,
+    /// Engines this daemon runs (`echo`, `terraform`), comma separated on the wire.
+    pub provisioners: String,
+    /// The daemon's tags as a JSON object.
+    pub tags: String,
+    pub version: String,
+    pub protocol_version: String,
+}
+
+/// Messages from a daemon to coderd.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum DaemonMessage {
+    /// Idle: send me a job when there is one.
+    Ready,
+    /// Progress of the held job; also its heartbeat.
+    Update {
+        job_id: Uuid,
+        #[serde(default)]
+        logs: Vec<JobLog>,
+    },
+    Complete {
+        job_id: Uuid,
+        result: Box<JobResult>,
+    },
+    Fail {
+        job_id: Uuid,
+        failure: JobFailure,
+    },
+}
+
+/// Messages from coderd to a daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Welcome {
+        daemon_id: Uuid,
+        daemon_name: String,
+        protocol_version: String,
+    },
+    Job(Box<AcquiredJob>),
+    /// Stop the job: interrupt the engine, then report it failed (with any state).
+    Cancel {
+        job_id: Uuid,
+    },
+    /// The job's result is stored (or the job no longer belongs to this daemon); stop resending.
+    Finished {
+        job_id: Uuid,
+    },
+    /// An update or result referred to a job this daemon does not hold (failed by coderd for a
+    /// missed heartbeat, for instance): abandon it.
+    JobGone {
+        job_id: Uuid,
+        reason: String,
+    },
+}
+
+/// A job handed to a daemon: everything needed to run it without asking coderd anything else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcquiredJob {
+    pub job_id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub provisioner: String,
+    /// The template's tar archive.
+    #[serde(with = "base64_bytes")]
+    pub template_source_archive: Vec<u8>,
+    pub kind: JobKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JobKind {
+    /// Parse a new template version: variables, parameters, start and stop resources.
+    TemplateImport {
+        metadata: Metadata,
+        #[serde(default)]
+        user_variable_values: Vec<VariableValue>,
+    },
+    /// Apply a workspace transition.
+    WorkspaceBuild {
+        workspace_build_id: Uuid,
+        workspace_name: String,
+        /// Provisioner state of the workspace's previous build (empty for the first).
+        #[serde(with = "base64_bytes", default)]
+        state: Vec<u8>,
+        #[serde(default)]
+        rich_parameter_values: Vec<RichParameterValue>,
+        #[serde(default)]
+        variable_values: Vec<VariableValue>,
+        metadata: Metadata,
+    },
+}
+
+/// Facts about the workspace and its owner that the engine exposes to templates (the `CODER_*`
+/// environment of the terraform provider).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Metadata {
+    pub coder_url: String,
+    pub workspace_transition: Transition,
+    pub workspace_name: String,
+    pub workspace_owner: String,
+    pub workspace_owner_id: String,
+    pub workspace_owner_email: String,
+    pub workspace_owner_name: String,
+    /// A short-lived token of the owner, for templates that call the API as them.
+    pub workspace_owner_session_token: String,
+    pub workspace_id: String,
+    pub workspace_build_id: String,
+    pub template_id: String,
+    pub template_name: String,
+    pub template_version: String,
+    pub workspace_owner_groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transition {
+    #[default]
+    Start,
+    Stop,
+    Delete,
+}
+
+impl Transition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::Stop => "stop",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+impl std::str::FromStr for Transition {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "start" => Ok(Self::Start),
+            "stop" => Ok(Self::Stop),
+            "delete" => Ok(Self::Delete),
+            other => Err(format!("unknown transition {other:?}")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariableValue {
+    pub name: String,
+    pub value: String,
+    #[serde(default)]
+    pub sensitive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RichParameterValue {
+    pub name: String,
+    pub value: String,
+}
+
+/// A template variable (`variable` block) as the import found it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TemplateVariable {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub default_value: String,
+    pub required: bool,
+    pub sensitive: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogSource {
+    #[default]
+    ProvisionerDaemon,
+    Provisioner,
+}
+
+impl LogSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ProvisionerDaemon => "provisioner_daemon",
+            Self::Provisioner => "provisioner",
+        }
+    }
+}
+
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    #[default]
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Trace => "trace",
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::str::FromStr for LogLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "trace" => Ok(Self::Trace),
+            "debug" => Ok(Self::Debug),
+            "info" => Ok(Self::Info),
+            "warn" => Ok(Self::Warn),
+            "error" => Ok(Self::Error),
+            other => Err(format!("unknown log level {other:?}")),
+        }
+    }
+}
+
+/// One line of job output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobLog {
+    pub created_at: DateTime<Utc>,
+    pub source: LogSource,
+    pub level: LogLevel,
+    pub stage: String,
+    pub output: String,
+}
+
+/// How long one stage of a job took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timing {
+    pub stage: String,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub action: String,
+    #[serde(default)]
+    pub resource: String,
+}
+
+/// What a successful job produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JobResult {
+    TemplateImport {
+        #[serde(default)]
+        start_resources: Vec<Resource>,
+        #[serde(default)]
+        stop_resources: Vec<Resource>,
+        #[serde(default)]
+        rich_parameters: Vec<RichParameter>,
+        #[serde(default)]
+        external_auth_providers: Vec<ExternalAuthProviderResource>,
+        #[serde(default)]
+        variables: Vec<TemplateVariable>,
+        #[serde(default)]
+        readme: String,
+        #[serde(default)]
+        timings: Vec<Timing>,
+    },
+    WorkspaceBuild {
+        #[serde(with = "base64_bytes", default)]
+        state: Vec<u8>,
+        #[serde(default)]
+        resources: Vec<Resource>,
+        #[serde(default)]
+        timings: Vec<Timing>,
+    },
+}
+
+/// Why a job failed, and the state to keep if the engine got that far (a failed apply may still
+/// have created resources).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFailure {
+    pub error: String,
+    #[serde(default)]
+    pub error_code: String,
+    #[serde(with = "base64_opt", default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Vec<u8>>,
+    /// The job stopped because it was cancelled.
+    #[serde(default)]
+    pub canceled: bool,
+    #[serde(default)]
+    pub timings: Vec<Timing>,
+}
+
+impl JobFailure {
+    pub fn new(error: impl Into<String>) -> Self {
+        Self {
+            error: error.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Tags as a sorted map, so their JSON form is canonical.
+pub type Tags = BTreeMap<String, String>;
+
+/// Tag keys every job and daemon has.
+pub const TAG_SCOPE: &str = "scope";
+pub const TAG_OWNER: &str = "owner";
+pub const SCOPE_ORGANIZATION: &str = "organization";
+pub const SCOPE_USER: &str = "user";
+
+mod base64_bytes {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+mod base64_opt {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(
+        bytes: &Option<Vec<u8>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match bytes {
+            Some(b) => super::base64_bytes::serialize(b, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<u8>>, D::Error> {
+        let s: Option<String> = Option::deserialize(d)?;
+        s.map(|s| {
+            base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(serde::de::Error::custom)
+        })
+        .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_with_binary_fields() {
+        let msg = ServerMessage::Job(Box::new(AcquiredJob {
+            job_id: Uuid::nil(),
+            created_at: DateTime::<Utc>::UNIX_EPOCH,
+            provisioner: "echo".into(),
+            template_source_archive: vec![0, 159, 146, 150],
+            kind: JobKind::WorkspaceBuild {
+                workspace_build_id: Uuid::nil(),
+                workspace_name: "ws".into(),
+                state: b"state".to_vec(),
+                rich_parameter_values: vec![],
+                variable_values: vec![],
+                metadata: Metadata::default(),
+            },
+        }));
+        let json = serde_json::to_string(&msg).expect("serialize");
+        assert!(json.contains(r#""type":"job""#), "{json}");
+        assert_eq!(
+            serde_json::from_str::<ServerMessage>(&json).expect("parse"),
+            msg
+        );
+
+        let fail = DaemonMessage::Fail {
+            job_id: Uuid::nil(),
+            failure: JobFailure {
+                state: Some(vec![1, 2, 3]),
+                ..JobFailure::new("boom")
+            },
+        };
+        let json = serde_json::to_string(&fail).expect("serialize");
+        assert_eq!(
+            serde_json::from_str::<DaemonMessage>(&json).expect("parse"),
+            fail
+        );
+    }
+}

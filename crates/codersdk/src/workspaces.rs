@@ -1,0 +1,384 @@
+//! Workspaces, their builds, and the resources, agents and apps builds produce.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::provisioners::{MatchedProvisioners, ProvisionerJob};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceStatus {
+    Pending,
+    Starting,
+    Running,
+    Stopping,
+    Stopped,
+    Failed,
+    Canceling,
+    Canceled,
+    Deleting,
+    Deleted,
+}
+
+impl WorkspaceStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Stopping => "stopping",
+            Self::Stopped => "stopped",
+            Self::Failed => "failed",
+            Self::Canceling => "canceling",
+            Self::Canceled => "canceled",
+            Self::Deleting => "deleting",
+            Self::Deleted => "deleted",
+        }
+    }
+}
+
+impl std::str::FromStr for WorkspaceStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "pending" => Self::Pending,
+            "starting" => Self::Starting,
+            "running" => Self::Running,
+            "stopping" => Self::Stopping,
+            "stopped" => Self::Stopped,
+            "failed" => Self::Failed,
+            "canceling" => Self::Canceling,
+            "canceled" => Self::Canceled,
+            "deleting" => Self::Deleting,
+            "deleted" => Self::Deleted,
+            other => return Err(format!("unknown workspace status {other:?}")),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceBuildParameter {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceResourceMetadata {
+    pub key: String,
+    pub value: String,
+    pub sensitive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Healthcheck {
+    pub url: String,
+    pub interval: i32,
+    pub threshold: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceApp {
+    pub id: Uuid,
+    pub url: Option<String>,
+    pub external: bool,
+    pub slug: String,
+    pub display_name: String,
+    pub command: Option<String>,
+    pub icon: String,
+    pub subdomain: bool,
+    pub subdomain_name: Option<String>,
+    pub sharing_level: String,
+    pub healthcheck: Option<Healthcheck>,
+    pub health: String,
+    pub group: String,
+    pub hidden: bool,
+    pub open_in: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentHealth {
+    pub healthy: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentLogSource {
+    pub workspace_agent_id: Uuid,
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub display_name: String,
+    pub icon: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentScript {
+    pub id: Uuid,
+    pub log_source_id: Uuid,
+    pub log_path: String,
+    pub script: String,
+    pub cron: String,
+    pub run_on_start: bool,
+    pub run_on_stop: bool,
+    pub start_blocks_login: bool,
+    /// Nanoseconds, as Go's `time.Duration`.
+    pub timeout: i64,
+    pub display_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgent {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub first_connected_at: Option<DateTime<Utc>>,
+    pub last_connected_at: Option<DateTime<Utc>>,
+    pub disconnected_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ready_at: Option<DateTime<Utc>>,
+    /// connecting, connected, disconnected or timeout.
+    pub status: String,
+    /// created, starting, start_timeout, start_error, ready, shutting_down, shutdown_timeout,
+    /// shutdown_error or off.
+    pub lifecycle_state: String,
+    pub name: String,
+    pub resource_id: Uuid,
+    pub instance_id: String,
+    pub architecture: String,
+    pub environment_variables: BTreeMap<String, String>,
+    pub operating_system: String,
+    pub logs_length: i32,
+    pub logs_overflowed: bool,
+    pub directory: String,
+    pub expanded_directory: String,
+    pub version: String,
+    pub api_version: String,
+    pub apps: Vec<WorkspaceApp>,
+    pub connection_timeout_seconds: i32,
+    pub troubleshooting_url: String,
+    pub health: WorkspaceAgentHealth,
+    pub display_apps: Vec<String>,
+    pub log_sources: Vec<WorkspaceAgentLogSource>,
+    pub scripts: Vec<WorkspaceAgentScript>,
+    pub startup_script_behavior: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceResource {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub job_id: Uuid,
+    pub workspace_transition: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub name: String,
+    pub hide: bool,
+    pub icon: String,
+    pub agents: Vec<WorkspaceAgent>,
+    pub metadata: Vec<WorkspaceResourceMetadata>,
+    pub daily_cost: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceBuild {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub workspace_id: Uuid,
+    pub workspace_name: String,
+    pub workspace_owner_id: Uuid,
+    pub workspace_owner_name: String,
+    pub workspace_owner_avatar_url: String,
+    pub template_version_id: Uuid,
+    pub template_version_name: String,
+    pub build_number: i32,
+    pub transition: String,
+    pub initiator_id: Uuid,
+    pub initiator_name: String,
+    pub job: ProvisionerJob,
+    pub reason: String,
+    pub resources: Vec<WorkspaceResource>,
+    pub deadline: Option<DateTime<Utc>>,
+    pub max_deadline: Option<DateTime<Utc>>,
+    pub status: WorkspaceStatus,
+    pub daily_cost: i32,
+    pub matched_provisioners: Option<MatchedProvisioners>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceHealth {
+    pub healthy: bool,
+    pub failing_agents: Vec<Uuid>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Workspace {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub owner_id: Uuid,
+    pub owner_name: String,
+    pub owner_avatar_url: String,
+    pub organization_id: Uuid,
+    pub organization_name: String,
+    pub template_id: Uuid,
+    pub template_name: String,
+    pub template_display_name: String,
+    pub template_icon: String,
+    pub template_allow_user_cancel_workspace_jobs: bool,
+    pub template_active_version_id: Uuid,
+    pub template_require_active_version: bool,
+    pub latest_build: WorkspaceBuild,
+    /// The latest build is not on the template's active version.
+    pub outdated: bool,
+    pub name: String,
+    pub autostart_schedule: Option<String>,
+    pub ttl_ms: Option<i64>,
+    pub last_used_at: DateTime<Utc>,
+    pub deleting_at: Option<DateTime<Utc>>,
+    pub dormant_at: Option<DateTime<Utc>>,
+    pub health: WorkspaceHealth,
+    pub automatic_updates: String,
+    pub allow_renames: bool,
+    pub favorite: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspacesResponse {
+    pub workspaces: Vec<Workspace>,
+    pub count: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CreateWorkspaceRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_version_id: Option<Uuid>,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autostart_schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<i64>,
+    #[serde(default)]
+    pub rich_parameter_values: Vec<WorkspaceBuildParameter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_updates: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CreateWorkspaceBuildRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_version_id: Option<Uuid>,
+    pub transition: String,
+    #[serde(default)]
+    pub rich_parameter_values: Vec<WorkspaceBuildParameter>,
+    /// Delete the workspace's record without destroying its resources.
+    #[serde(default)]
+    pub orphan: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log_level: String,
+}
+
+impl crate::Client {
+    pub async fn create_workspace(
+        &self,
+        user: &str,
+        req: &CreateWorkspaceRequest,
+    ) -> Result<Workspace, crate::ClientError> {
+        self.post(&format!("/api/v2/users/{user}/workspaces"), req)
+            .await
+    }
+
+    pub async fn workspace(&self, id: Uuid) -> Result<Workspace, crate::ClientError> {
+        self.get(&format!("/api/v2/workspaces/{id}")).await
+    }
+
+    /// Includes deleted workspaces when `include_deleted`.
+    pub async fn workspace_with_deleted(&self, id: Uuid) -> Result<Workspace, crate::ClientError> {
+        self.get_query(
+            &format!("/api/v2/workspaces/{id}"),
+            &[("include_deleted", "true")],
+        )
+        .await
+    }
+
+    pub async fn workspace_by_owner_and_name(
+        &self,
+        owner: &str,
+        name: &str,
+    ) -> Result<Workspace, crate::ClientError> {
+        self.get(&format!("/api/v2/users/{owner}/workspace/{name}"))
+            .await
+    }
+
+    /// `q` is Coder's search (`owner:me name:foo status:running template:t`).
+    pub async fn workspaces(&self, q: &str) -> Result<WorkspacesResponse, crate::ClientError> {
+        self.get_query("/api/v2/workspaces", &[("q", q)]).await
+    }
+
+    pub async fn create_workspace_build(
+        &self,
+        workspace: Uuid,
+        req: &CreateWorkspaceBuildRequest,
+    ) -> Result<WorkspaceBuild, crate::ClientError> {
+        self.post(&format!("/api/v2/workspaces/{workspace}/builds"), req)
+            .await
+    }
+
+    pub async fn workspace_builds(
+        &self,
+        workspace: Uuid,
+    ) -> Result<Vec<WorkspaceBuild>, crate::ClientError> {
+        self.get(&format!("/api/v2/workspaces/{workspace}/builds"))
+            .await
+    }
+
+    pub async fn workspace_build(&self, id: Uuid) -> Result<WorkspaceBuild, crate::ClientError> {
+        self.get(&format!("/api/v2/workspacebuilds/{id}")).await
+    }
+
+    pub async fn workspace_build_logs(
+        &self,
+        id: Uuid,
+    ) -> Result<Vec<crate::provisioners::ProvisionerJobLog>, crate::ClientError> {
+        self.get(&format!("/api/v2/workspacebuilds/{id}/logs"))
+            .await
+    }
+
+    pub async fn workspace_build_state(&self, id: Uuid) -> Result<Vec<u8>, crate::ClientError> {
+        let resp = crate::client::check(
+            self.request(
+                reqwest::Method::GET,
+                &format!("/api/v2/workspacebuilds/{id}/state"),
+            )?
+            .send()
+            .await?,
+        )
+        .await?;
+        Ok(resp.bytes().await?.to_vec())
+    }
+
+    pub async fn workspace_build_parameters(
+        &self,
+        id: Uuid,
+    ) -> Result<Vec<WorkspaceBuildParameter>, crate::ClientError> {
+        self.get(&format!("/api/v2/workspacebuilds/{id}/parameters"))
+            .await
+    }
+
+    pub async fn cancel_workspace_build(
+        &self,
+        id: Uuid,
+    ) -> Result<crate::Response, crate::ClientError> {
+        self.send(self.request(
+            reqwest::Method::PATCH,
+            &format!("/api/v2/workspacebuilds/{id}/cancel"),
+        )?)
+        .await
+    }
+}
