@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod pg;
+pub mod provisioning;
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use url::Url;
 use uuid::Uuid;
 
 pub use pg::TestDb;
+pub use provisioning::{DaemonSpec, TestDaemon, eventually, wait_build, wait_job};
 
 /// Password every test user gets.
 pub const PASSWORD: &str = "SomeSecurePassword!";

@@ -203,6 +203,13 @@ async fn transition(
 
 pub async fn start(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> {
     let client = global.client()?;
+    let current = find(&client, &args.workspace).await?;
+    if current.latest_build.status == codersdk::workspaces::WorkspaceStatus::Running
+        && args.parameters.is_empty()
+    {
+        println!("The {} workspace is already running.", args.workspace);
+        return Ok(());
+    }
     transition(&client, &args, "start").await?;
     println!("The {} workspace has been started.", args.workspace);
     Ok(())

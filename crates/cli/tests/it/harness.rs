@@ -2,7 +2,13 @@
 //! CODER_* settings.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use codersdk::Client;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use url::Url;
 
 pub const CODER: &str = env!("CARGO_BIN_EXE_coder");
 
@@ -75,4 +81,91 @@ pub fn command_with_config(config: PathBuf) -> Command {
     cmd.env("CODER_CONFIG_DIR", config);
     cmd.env("NO_COLOR", "1");
     cmd
+}
+
+pub struct Server {
+    pub child: Child,
+    pub url: Url,
+}
+
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Starts `coder server` with its config in `config` (embedded PostgreSQL unless `extra` has
+/// `--postgres-url`) and waits until it answers.
+pub async fn start_with(config: &Path, extra: &[&str]) -> anyhow::Result<Server> {
+    let given = extra
+        .iter()
+        .position(|a| *a == "--http-address")
+        .and_then(|i| extra.get(i + 1))
+        .and_then(|addr| addr.rsplit(':').next())
+        .and_then(|port| port.parse::<u16>().ok());
+    let port = match given {
+        Some(port) => port,
+        None => free_port()?,
+    };
+    let address = format!("127.0.0.1:{port}");
+    let own_address: &[&str] = if given.is_some() {
+        &[]
+    } else {
+        &["--http-address", &address]
+    };
+    let log = std::fs::File::create(config.join(format!("server-{port}.log")))?;
+    let child = command_with_config(config.to_path_buf())
+        .arg("server")
+        .args(own_address)
+        .args(
+            if extra.iter().any(|a| a.starts_with("--provisioner-daemons")) {
+                &[][..]
+            } else {
+                &["--provisioner-daemons", "0"][..]
+            },
+        )
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()?;
+    let url = Url::parse(&format!("http://127.0.0.1:{port}"))?;
+    let client = Client::new(url.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.build_info().await.is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "server did not start; see {}",
+            config.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(Server { child, url })
+}
+
+impl Server {
+    /// SIGTERM, then wait for a clean exit.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM)?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                anyhow::ensure!(status.success(), "server exited with {status}");
+                return Ok(());
+            }
+            anyhow::ensure!(Instant::now() < deadline, "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// `coder server` with embedded PostgreSQL and no built-in daemons.
+pub async fn start(config: &Path) -> anyhow::Result<Server> {
+    start_with(config, &[]).await
 }

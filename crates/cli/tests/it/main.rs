@@ -2,4 +2,5 @@
 
 mod cli;
 mod harness;
+mod provisioning;
 mod server;

@@ -1,79 +1,13 @@
 //! `coder server` as a process: the embedded PostgreSQL, restarts, and clean shutdown.
 
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
-
 use codersdk::Client;
 use codersdk::apikeys::CreateTokenRequest;
 use codersdk::users::{CreateFirstUserRequest, LoginWithPasswordRequest};
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use testutil::PASSWORD;
-use url::Url;
 
-use crate::harness::command_with_config;
-
-struct Server {
-    child: Child,
-    url: Url,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-async fn start(config: &std::path::Path) -> anyhow::Result<Server> {
-    let port = free_port()?;
-    let log = std::fs::File::create(config.join(format!("server-{port}.log")))?;
-    let child = command_with_config(config.to_path_buf())
-        .args([
-            "server",
-            "--http-address",
-            &format!("127.0.0.1:{port}"),
-            "--provisioner-daemons",
-            "0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()?;
-    let url = Url::parse(&format!("http://127.0.0.1:{port}"))?;
-    let client = Client::new(url.clone());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client.build_info().await.is_err() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "server did not start; see {}",
-            config.display()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(Server { child, url })
-}
-
-impl Server {
-    /// SIGTERM, then wait for a clean exit.
-    fn stop(mut self) -> anyhow::Result<()> {
-        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM)?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                anyhow::ensure!(status.success(), "server exited with {status}");
-                return Ok(());
-            }
-            anyhow::ensure!(Instant::now() < deadline, "server did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
+use crate::harness::{command_with_config, start};
 
 fn postmaster_running(config: &std::path::Path) -> bool {
     let pid_file = config.join("postgres/data/postmaster.pid");

@@ -265,13 +265,26 @@ pub async fn resolve_user(state: &AppState, auth: &Auth, param: &str) -> ApiResu
     Ok(user)
 }
 
-/// Resolves an `{organization}` path segment (a name or an id) to one the caller may see.
-pub async fn resolve_org(state: &AppState, auth: &Auth, param: &str) -> ApiResult<OrganizationRow> {
-    let org = if let Ok(id) = param.parse::<Uuid>() {
-        state.store.organization_by_id(id).await?
+/// Finds an `{organization}` path segment: an id, a name, or `default` for the default
+/// organization (unless one is named so), as Coder's API does.
+pub async fn find_org(state: &AppState, param: &str) -> ApiResult<OrganizationRow> {
+    let found = if let Ok(id) = param.parse::<Uuid>() {
+        state.store.organization_by_id(id).await
     } else {
-        state.store.organization_by_name(param).await?
+        state.store.organization_by_name(param).await
     };
+    match found {
+        Ok(org) => Ok(org),
+        Err(store::Error::NotFound) if param == "default" => {
+            Ok(state.store.default_organization().await?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Resolves an `{organization}` path segment to one the caller may see.
+pub async fn resolve_org(state: &AppState, auth: &Auth, param: &str) -> ApiResult<OrganizationRow> {
+    let org = find_org(state, param).await?;
     auth.authorize(
         Action::Read,
         &Object::in_org(Resource::Organization, org.id),

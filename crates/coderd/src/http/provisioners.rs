@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{
-    Auth, Json, Query, authenticate, empty_as_none, resolve_org, token_from_parts,
+    Auth, Json, Query, authenticate, empty_as_none, find_org, resolve_org, token_from_parts,
 };
 use super::jobs;
 use super::templates::PROVISIONERS;
@@ -338,24 +338,6 @@ struct DaemonIdentity {
     key_id: Option<Uuid>,
 }
 
-/// The organization in the path; `default` means the default organization (what daemons
-/// authenticated by PSK or key use when not told otherwise).
-async fn daemon_org(state: &AppState, param: &str) -> ApiResult<OrganizationRow> {
-    let found = if let Ok(id) = param.parse::<Uuid>() {
-        state.store.organization_by_id(id).await
-    } else {
-        state.store.organization_by_name(param).await
-    };
-    match found {
-        Ok(org) => Ok(org),
-        Err(store::Error::NotFound) if param == "default" => {
-            Ok(state.store.default_organization().await?)
-        }
-        Err(store::Error::NotFound) => Err(ApiError::not_found()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 async fn authenticate_daemon(
     state: &AppState,
     org_param: &str,
@@ -384,7 +366,7 @@ async fn authenticate_daemon(
         let org = if org_param == "default" {
             state.store.organization_by_id(key.organization_id).await?
         } else {
-            daemon_org(state, org_param).await?
+            find_org(state, org_param).await?
         };
         if org.id != key.organization_id {
             return Err(ApiError::forbidden()
@@ -414,7 +396,7 @@ async fn authenticate_daemon(
         if !bool::from(psk.as_bytes().ct_eq(expected.as_bytes())) {
             return Err(ApiError::unauthorized("Invalid pre-shared key."));
         }
-        let org = daemon_org(state, org_param).await?;
+        let org = find_org(state, org_param).await?;
         if !org.is_default {
             return Err(ApiError::forbidden().with_detail(
                 "Pre-shared keys only authenticate daemons of the default organization.",
@@ -437,7 +419,7 @@ async fn authenticate_daemon(
             .with_detail("Use a session token (CODER_SESSION_TOKEN), a provisioner key (--key) or the pre-shared key (--psk).")
     })?;
     let auth = authenticate(state, &token).await?;
-    let org = daemon_org(state, org_param).await?;
+    let org = find_org(state, org_param).await?;
     auth.authorize(
         Action::Read,
         &Object::in_org(Resource::Organization, org.id),

@@ -167,7 +167,12 @@ impl Session {
     async fn handle(&mut self, msg: DaemonMessage) -> bool {
         match msg {
             DaemonMessage::Ready => {
-                if self.held.is_some() || self.waiting.is_some() {
+                if let Some(held) = self.held.take() {
+                    // A daemon resuming a job says so with an update or its result; one that
+                    // says it is idle lost the job (it restarted under the same name).
+                    self.abandon(held.id).await;
+                }
+                if self.waiting.is_some() {
                     return true;
                 }
                 self.acquire(None).await
@@ -240,6 +245,25 @@ impl Session {
                 tracing::warn!(error = %e, job = %job_id, "recording job result failed");
                 true
             }
+        }
+    }
+
+    async fn abandon(&self, job: Uuid) {
+        let failure = JobFailure {
+            error_code: "daemon_restarted".into(),
+            ..JobFailure::new(
+                "The provisioner daemon running this job restarted and no longer runs it, so the \
+                 job was failed. The workspace keeps the state it had before this job.",
+            )
+        };
+        tracing::warn!(job = %job, "daemon came back idle; failing the job it held");
+        if let Err(e) = self
+            .state
+            .store
+            .fail_job(job, self.daemon.id, &failure)
+            .await
+        {
+            tracing::warn!(error = %e, job = %job, "failing an abandoned job");
         }
     }
 

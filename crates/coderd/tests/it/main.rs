@@ -1,7 +1,10 @@
 //! coderd's integration tests: the real HTTP API on a real PostgreSQL.
 
 mod auth;
+mod builds;
+mod files;
 mod migrations;
 mod openapi;
+mod queue;
 mod rbac;
 mod users;

@@ -22,7 +22,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use self::held::{HeldJob, Phase, SHUTTING_DOWN, StopReason, send};
-use crate::backoff::{Backoff, MAX_DELAY};
+use crate::backoff::{Backoff, MAX_DELAY, MAX_DELAY_WITH_JOB};
 use crate::config::DaemonConfig;
 use crate::connection::{ConnectError, Connection, Connector};
 use crate::error::DaemonError;
@@ -173,7 +173,12 @@ impl<'c, C: Connector> Daemon<'c, C> {
             // the daemon hammer coderd.
             self.backoff.reset();
         }
-        let delay = self.backoff.next_delay();
+        let cap = if self.job.is_some() {
+            MAX_DELAY_WITH_JOB
+        } else {
+            MAX_DELAY
+        };
+        let delay = self.backoff.next_delay(cap);
         self.link = Link::Connecting(connect(self.connector, self.params.clone(), delay));
     }
 
