@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agentsdk;
 pub mod apikeys;
 pub mod buildinfo;
 pub mod client;

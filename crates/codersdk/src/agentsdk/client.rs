@@ -1,0 +1,140 @@
+//! The agent's end of its connection: dial coderd, run the yamux session, make API calls, and
+//! receive the streams coderd opens.
+
+use std::io;
+
+use futures::{SinkExt, StreamExt};
+use tokio::sync::{mpsc, watch};
+use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
+use tokio_yamux::{Config, Control, Session, StreamHandle};
+use url::Url;
+
+use super::transport::WsIo;
+use super::{RPC_PATH, Request, Response, StreamHeader, read_frame, write_frame};
+use crate::ClientError;
+
+/// A live connection to coderd.
+pub struct AgentConnection {
+    control: Control,
+    /// Streams coderd opened (clients reaching into the workspace), with their headers read.
+    pub inbound: mpsc::Receiver<(StreamHeader, StreamHandle)>,
+    closed: watch::Receiver<bool>,
+}
+
+/// yamux settings both ends use: keepalive pings every 15 s; yamux drops a session whose pings
+/// go unanswered for 30 s, so a silently dead connection is noticed within 45 s at worst.
+pub fn yamux_config() -> Config {
+    Config {
+        keepalive_interval: std::time::Duration::from_secs(15),
+        ..Config::default()
+    }
+}
+
+/// Drives a yamux session: hands each stream the peer opens, with its header, to `inbound`,
+/// and flips `closed` when the session ends.
+pub fn drive<T>(
+    mut session: Session<T>,
+    inbound: mpsc::Sender<(StreamHeader, StreamHandle)>,
+    closed: watch::Sender<bool>,
+) where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Some(Ok(mut stream)) = session.next().await {
+            let inbound = inbound.clone();
+            tokio::spawn(async move {
+                if let Ok(Some(header)) = read_frame::<_, StreamHeader>(&mut stream).await {
+                    let _ = inbound.send((header, stream)).await;
+                }
+            });
+        }
+        let _ = closed.send(true);
+    });
+}
+
+impl AgentConnection {
+    /// Dials `<coderd>/api/v2/workspaceagents/me/rpc` with the agent's token.
+    pub async fn connect(coderd: &Url, token: &str) -> Result<Self, ClientError> {
+        let mut url = Url::parse(&format!(
+            "{}{RPC_PATH}",
+            coderd.as_str().trim_end_matches('/')
+        ))?;
+        let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
+        url.set_scheme(scheme)
+            .map_err(|()| ClientError::Decode(format!("cannot make a WebSocket URL of {url}")))?;
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| ClientError::WebSocket(Box::new(e)))?;
+        let value = token.parse().map_err(|_| {
+            ClientError::Decode("the agent token is not a valid header value".into())
+        })?;
+        request
+            .headers_mut()
+            .insert(crate::client::SESSION_TOKEN_HEADER, value);
+        let (socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .map_err(crate::logs::websocket_error)?;
+        let (sink, stream) = socket.split();
+        let incoming = stream.filter_map(|msg| async move {
+            match msg {
+                Ok(tungstenite::Message::Binary(bytes)) => Some(Ok(bytes)),
+                Ok(tungstenite::Message::Close(_)) => None,
+                Ok(_) => None,
+                Err(e) => Some(Err(io::Error::other(e))),
+            }
+        });
+        let outgoing = sink
+            .sink_map_err(io::Error::other)
+            .with(|bytes: bytes::Bytes| async move {
+                Ok::<_, io::Error>(tungstenite::Message::Binary(bytes))
+            });
+        let session = Session::new_client(WsIo::new(incoming, outgoing), yamux_config());
+        let control = session.control();
+        let (inbound_tx, inbound) = mpsc::channel(16);
+        let (closed_tx, closed) = watch::channel(false);
+        drive(session, inbound_tx, closed_tx);
+        Ok(Self {
+            control,
+            inbound,
+            closed,
+        })
+    }
+
+    /// One API call on its own stream.
+    pub async fn call(&self, request: Request) -> Result<Response, ClientError> {
+        let mut control = self.control.clone();
+        let mut stream = control
+            .open_stream()
+            .await
+            .map_err(|e| ClientError::Decode(format!("opening a stream to coderd: {e}")))?;
+        let io_err = |e: io::Error| ClientError::Decode(format!("talking to coderd: {e}"));
+        write_frame(&mut stream, &StreamHeader::Rpc(request))
+            .await
+            .map_err(io_err)?;
+        let response = read_frame::<_, Response>(&mut stream)
+            .await
+            .map_err(io_err)?
+            .ok_or_else(|| {
+                ClientError::Decode("coderd closed the stream without answering".into())
+            })?;
+        let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+        match response {
+            Response::Error { message } => Err(ClientError::Api {
+                status: 400,
+                response: crate::Response::new(message),
+            }),
+            other => Ok(other),
+        }
+    }
+
+    /// Resolves when the connection is gone.
+    pub async fn closed(&self) {
+        let mut closed = self.closed.clone();
+        let _ = closed.wait_for(|c| *c).await;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+}
