@@ -1,0 +1,249 @@
+use std::time::Duration;
+
+use codersdk::agentsdk::Request;
+use uuid::Uuid;
+
+use super::*;
+use crate::reporter::tests::{FakePeer, cancel_after};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    reporter: Reporter,
+    runner: ScriptRunner,
+}
+
+fn fixture(graces: Graces) -> anyhow::Result<Fixture> {
+    let dir = tempfile::tempdir()?;
+    let reporter = Reporter::new(Duration::from_millis(10), Duration::from_secs(1));
+    let shell = ShellCommand {
+        program: "/bin/sh".into(),
+        env: [("PATH", "/usr/bin:/bin"), ("HOME", "/nonexistent")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        dir: dir.path().to_path_buf(),
+    };
+    let runner = ScriptRunner {
+        shell,
+        reporter: reporter.clone(),
+        log_dir: dir.path().join("logs"),
+        data_dir: dir.path().join("data/coder-script-data"),
+        home: None,
+        graces,
+    };
+    Ok(Fixture {
+        dir,
+        reporter,
+        runner,
+    })
+}
+
+fn quick() -> Graces {
+    Graces {
+        kill: Duration::from_millis(300),
+        pipes: Duration::from_millis(300),
+    }
+}
+
+fn script(body: &str, timeout_seconds: i64) -> ManifestScript {
+    ManifestScript {
+        log_source_id: Uuid::new_v4(),
+        display_name: "test".into(),
+        script: body.into(),
+        timeout_seconds,
+        ..ManifestScript::default()
+    }
+}
+
+/// Every log line the runner queued, as (level, output).
+async fn sent(reporter: &Reporter) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(FakePeer::default()
+        .flushed(reporter)
+        .await?
+        .into_iter()
+        .filter_map(|c| match c {
+            Request::BatchCreateLogs(batch) => Some(batch.logs),
+            _ => None,
+        })
+        .flatten()
+        .map(|l| (l.level, l.output))
+        .collect())
+}
+
+fn has(lines: &[(String, String)], level: &str, needle: &str) -> bool {
+    lines.iter().any(|(l, o)| l == level && o.contains(needle))
+}
+
+#[tokio::test]
+async fn output_goes_to_coderd_by_stream_and_to_the_log_file() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let s = script(
+        "echo out; echo err >&2; printf 'no newline'; test -d \"$CODER_SCRIPT_DATA_DIR\" && echo data-dir-ok",
+        0,
+    );
+    let outcome = f.runner.run(&s, &CancellationToken::new()).await;
+    assert_eq!(outcome, Outcome::Succeeded);
+    let lines = sent(&f.reporter).await?;
+    assert!(has(&lines, "info", "out"), "{lines:?}");
+    assert!(has(&lines, "error", "err"), "{lines:?}");
+    assert!(has(&lines, "info", "no newlinedata-dir-ok"), "{lines:?}");
+    let file = f
+        .dir
+        .path()
+        .join(format!("logs/coder-script-{}.log", s.log_source_id));
+    let written = std::fs::read_to_string(&file)?;
+    assert!(
+        written.contains("out\n") && written.contains("err\n"),
+        "{written}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_a_failure_and_says_why() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let outcome = f
+        .runner
+        .run(&script("echo before; exit 3", 0), &CancellationToken::new())
+        .await;
+    assert_eq!(outcome, Outcome::Failed);
+    let lines = sent(&f.reporter).await?;
+    assert!(has(&lines, "error", "exit status 3"), "{lines:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_missing_shell_is_a_failure() -> anyhow::Result<()> {
+    let mut f = fixture(quick())?;
+    f.runner.shell.program = "/nonexistent/shell".into();
+    let outcome = f
+        .runner
+        .run(&script("true", 0), &CancellationToken::new())
+        .await;
+    assert_eq!(outcome, Outcome::Failed);
+    assert!(has(&sent(&f.reporter).await?, "error", "cannot start"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_timeout_hangs_up_on_the_script() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let started = Instant::now();
+    let outcome = f
+        .runner
+        .run(
+            &script("echo started; sleep 30", 1),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(outcome, Outcome::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let lines = sent(&f.reporter).await?;
+    assert!(has(&lines, "info", "started"), "{lines:?}");
+    assert!(has(&lines, "error", "timed out after 1s"), "{lines:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_script_ignoring_the_hang_up_is_killed_after_the_grace() -> anyhow::Result<()> {
+    let f = fixture(Graces {
+        kill: Duration::from_millis(500),
+        pipes: Duration::from_secs(5),
+    })?;
+    let marker = f.dir.path().join("survived");
+    let body = format!("trap '' HUP; sleep 3; touch {}", marker.display());
+    let started = Instant::now();
+    let outcome = f
+        .runner
+        .run(&script(&body, 1), &CancellationToken::new())
+        .await;
+    assert_eq!(outcome, Outcome::TimedOut);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1400), "{took:?}");
+    assert!(
+        took < Duration::from_millis(2900),
+        "killed, not waited for: {took:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!marker.exists(), "the whole group was killed");
+    Ok(())
+}
+
+#[tokio::test]
+async fn output_held_open_after_exit_is_an_error() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let started = Instant::now();
+    let outcome = f
+        .runner
+        .run(
+            &script("sleep 20 & echo done", 0),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(outcome, Outcome::PipesHeldOpen);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let lines = sent(&f.reporter).await?;
+    assert!(has(&lines, "info", "done"), "{lines:?}");
+    assert!(has(&lines, "error", "still held open"), "{lines:?}");
+
+    let redirected = f
+        .runner
+        .run(
+            &script("sleep 20 >/dev/null 2>&1 & echo done", 0),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(redirected, Outcome::Succeeded);
+    Ok(())
+}
+
+#[tokio::test]
+async fn shutdown_interrupts_a_running_script() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let cancel = cancel_after(Duration::from_millis(200));
+    let outcome = f.runner.run(&script("sleep 30", 0), &cancel).await;
+    assert_eq!(outcome, Outcome::Interrupted);
+    Ok(())
+}
+
+#[tokio::test]
+async fn scripts_run_in_parallel() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let (a, b) = (script("sleep 1; echo a", 0), script("sleep 1; exit 1", 0));
+    let started = Instant::now();
+    let outcomes = f.runner.run_all(&[&a, &b], &CancellationToken::new()).await;
+    assert_eq!(outcomes, [Outcome::Succeeded, Outcome::Failed]);
+    assert!(started.elapsed() < Duration::from_millis(1900));
+    Ok(())
+}
+
+#[test]
+fn log_paths_follow_coder() {
+    let log_dir = Path::new("/var/log/coder");
+    let home = Path::new("/home/coder");
+    let env: BTreeMap<_, _> = [("NAME".to_string(), "x".to_string())].into();
+    let mut s = script("", 0);
+    assert_eq!(
+        log_path(&s, log_dir, Some(home), &env),
+        log_dir.join(format!("coder-script-{}.log", s.log_source_id))
+    );
+    s.log_path = "startup-$NAME.log".into();
+    assert_eq!(
+        log_path(&s, log_dir, Some(home), &env),
+        log_dir.join("startup-x.log")
+    );
+    s.log_path = "~/logs/s.log".into();
+    assert_eq!(
+        log_path(&s, log_dir, Some(home), &env),
+        home.join("logs/s.log")
+    );
+    s.log_path = "/tmp/s.log".into();
+    assert_eq!(
+        log_path(&s, log_dir, Some(home), &env),
+        Path::new("/tmp/s.log")
+    );
+}
