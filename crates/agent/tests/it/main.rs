@@ -1,0 +1,8 @@
+//! Integration tests: the real agent against coderd's side of the protocol, in-process.
+
+mod connection;
+mod harness;
+mod lifecycle;
+mod metadata;
+mod peer;
+mod streams;
