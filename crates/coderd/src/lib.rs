@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agents;
 pub mod auth;
 pub mod authz;
 pub mod config;

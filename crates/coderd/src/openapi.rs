@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::http::{
-    apikeys, files, meta, organizations, provisioners, templates, users, workspaces,
+    agents, apikeys, files, meta, organizations, provisioners, templates, users, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -83,6 +83,9 @@ use crate::http::{
         provisioners::create_key,
         provisioners::list_keys,
         provisioners::delete_key,
+        agents::get_agent,
+        agents::agent_logs,
+        agents::watch_metadata,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError))
 )]

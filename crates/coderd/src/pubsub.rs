@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The channels coderd uses. Keys are part of the payload, not the channel name.
 pub mod channels {
-    /// A provisioner job became pending: payload `<org id>:<provisioner>:<tags key>`.
+    /// A provisioner job became pending: payload `<org id>:<job id>:<provisioner>:<tags key>`.
     pub const JOB_POSTED: &str = "coderd_job_posted";
     /// New logs or completion of a job: payload `<job id>`.
     pub const JOB_LOGS: &str = "coderd_job_logs";
@@ -31,6 +31,10 @@ pub mod channels {
     pub const AGENT_UPDATED: &str = "coderd_agent_updated";
     /// A workspace changed (new build, status): payload `<workspace id>`.
     pub const WORKSPACE_UPDATED: &str = "coderd_workspace_updated";
+    /// New log lines of an agent: payload `<agent id>`.
+    pub const AGENT_LOGS: &str = "coderd_agent_logs";
+    /// New metadata values of an agent: payload `<agent id>`.
+    pub const AGENT_METADATA: &str = "coderd_agent_metadata";
 
     pub const ALL: &[&str] = &[
         JOB_POSTED,
@@ -38,6 +42,8 @@ pub mod channels {
         JOB_UPDATED,
         AGENT_UPDATED,
         WORKSPACE_UPDATED,
+        AGENT_LOGS,
+        AGENT_METADATA,
     ];
 }
 

@@ -82,6 +82,9 @@ pub async fn serve(
     let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
     let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
     hang::start(store.clone(), shutdown.child_token());
+    let agents = crate::agents::Registry::default();
+    let agent_batcher =
+        crate::agents::Batcher::start(store.clone(), agents.clone(), shutdown.child_token());
     let metrics = metrics_handle();
     let upkeep = metrics.clone();
     let upkeep_stop = shutdown.child_token();
@@ -101,6 +104,8 @@ pub async fn serve(
         metrics,
         dispatcher,
         daemons,
+        agents,
+        agent_batcher,
         shutdown: shutdown.clone(),
     });
     let daemons_stop = CancellationToken::new();

@@ -1,7 +1,8 @@
 //! Following job logs live: a WebSocket that first replays every line after `after`, then
 //! streams new ones, and closes when the job completes.
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
 use crate::provisioners::ProvisionerJobLog;
@@ -14,8 +15,29 @@ impl Client {
         &self,
         path: &str,
         after: i64,
-    ) -> Result<impl Stream<Item = Result<ProvisionerJobLog, ClientError>> + use<>, ClientError>
-    {
+    ) -> Result<BoxStream<'static, Result<ProvisionerJobLog, ClientError>>, ClientError> {
+        self.follow(path, after).await
+    }
+
+    /// Follows an agent's logs after log id `after`; the stream lasts until either side leaves.
+    pub async fn follow_agent_logs(
+        &self,
+        agent: uuid::Uuid,
+        after: i64,
+    ) -> Result<
+        BoxStream<'static, Result<crate::workspaces::WorkspaceAgentLog, ClientError>>,
+        ClientError,
+    > {
+        self.follow(&format!("/api/v2/workspaceagents/{agent}/logs"), after)
+            .await
+    }
+
+    /// A WebSocket at `path?follow=true&after=N` yielding one JSON value per text message.
+    async fn follow<T: serde::de::DeserializeOwned + Send + 'static>(
+        &self,
+        path: &str,
+        after: i64,
+    ) -> Result<BoxStream<'static, Result<T, ClientError>>, ClientError> {
         let mut url = self.endpoint(path)?;
         url.query_pairs_mut()
             .append_pair("follow", "true")
@@ -38,16 +60,16 @@ impl Client {
         let (socket, _) = tokio_tungstenite::connect_async(request)
             .await
             .map_err(websocket_error)?;
-        Ok(socket.filter_map(|msg| async move {
+        Ok(Box::pin(socket.filter_map(|msg| async move {
             match msg {
                 Ok(tungstenite::Message::Text(text)) => Some(
-                    serde_json::from_str::<ProvisionerJobLog>(&text)
+                    serde_json::from_str::<T>(&text)
                         .map_err(|e| ClientError::Decode(e.to_string())),
                 ),
                 Ok(tungstenite::Message::Close(_)) | Ok(_) => None,
                 Err(e) => Some(Err(ClientError::WebSocket(Box::new(e)))),
             }
-        }))
+        })))
     }
 }
 

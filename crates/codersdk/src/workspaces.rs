@@ -382,3 +382,63 @@ impl crate::Client {
         .await
     }
 }
+
+/// One line an agent logged (`GET /workspaceagents/{id}/logs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentLog {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub output: String,
+    pub level: String,
+    pub source_id: Uuid,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentMetadataResult {
+    pub collected_at: Option<DateTime<Utc>>,
+    pub age: i64,
+    pub value: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentMetadataDescription {
+    pub display_name: String,
+    pub key: String,
+    pub script: String,
+    pub interval: i64,
+    pub timeout: i64,
+}
+
+/// The latest value of one metadata key (`GET /workspaceagents/{id}/watch-metadata`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentMetadata {
+    pub result: WorkspaceAgentMetadataResult,
+    pub description: WorkspaceAgentMetadataDescription,
+}
+
+impl crate::Client {
+    pub async fn workspace_agent(&self, id: Uuid) -> Result<WorkspaceAgent, crate::ClientError> {
+        self.get(&format!("/api/v2/workspaceagents/{id}")).await
+    }
+
+    pub async fn workspace_agent_logs(
+        &self,
+        id: Uuid,
+    ) -> Result<Vec<WorkspaceAgentLog>, crate::ClientError> {
+        self.get(&format!("/api/v2/workspaceagents/{id}/logs"))
+            .await
+    }
+
+    /// The current metadata values (one snapshot of the watch stream).
+    pub async fn workspace_agent_metadata(
+        &self,
+        id: Uuid,
+    ) -> Result<Vec<WorkspaceAgentMetadata>, crate::ClientError> {
+        self.get_query(
+            &format!("/api/v2/workspaceagents/{id}/watch-metadata"),
+            &[("snapshot", "true")],
+        )
+        .await
+    }
+}

@@ -1,5 +1,6 @@
 //! The HTTP API: state shared by handlers, the router, and the middleware stack.
 
+pub(crate) mod agents;
 pub(crate) mod apikeys;
 mod convert;
 pub mod extract;
@@ -78,6 +79,9 @@ pub struct StateInner {
     pub metrics: PrometheusHandle,
     pub dispatcher: Dispatcher,
     pub daemons: DaemonRegistry,
+    /// Agents connected to this process.
+    pub agents: crate::agents::Registry,
+    pub agent_batcher: crate::agents::Batcher,
     /// Cancelled when the server shuts down; long-lived connections end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }
@@ -107,12 +111,14 @@ pub fn router(state: AppState) -> Router {
         .merge(templates::routes())
         .merge(workspaces::routes())
         .merge(provisioners::routes())
+        .merge(agents::routes())
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);
 
     Router::new()
         .nest("/api/v2", api)
         .merge(meta::root_routes())
+        .merge(agents::binary_routes())
         .with_state(state)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(

@@ -12,8 +12,9 @@ use chrono::Utc;
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{
     CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Healthcheck, Workspace, WorkspaceAgent,
-    WorkspaceAgentHealth, WorkspaceApp, WorkspaceBuild, WorkspaceBuildParameter, WorkspaceHealth,
-    WorkspaceResource, WorkspaceResourceMetadata, WorkspaceStatus, WorkspacesResponse,
+    WorkspaceAgentHealth, WorkspaceAgentLogSource, WorkspaceAgentScript, WorkspaceApp,
+    WorkspaceBuild, WorkspaceBuildParameter, WorkspaceHealth, WorkspaceResource,
+    WorkspaceResourceMetadata, WorkspaceStatus, WorkspacesResponse,
 };
 use uuid::Uuid;
 
@@ -22,11 +23,12 @@ use super::extract::{Auth, Json, Pagination, Query, empty_as_none, resolve_org, 
 use super::jobs::{self, LogParams};
 use super::parameters;
 use super::templates::rich_parameters;
+use crate::agents::INACTIVE_AFTER;
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::tags;
 use crate::store::{
-    self, AgentRow, AppRow, BuildRow, DaemonRow, JobRow, NewBuild, NewJob, NewWorkspace,
+    self, AgentRow, AgentTree, AppRow, BuildRow, DaemonRow, JobRow, NewBuild, NewJob, NewWorkspace,
     ResourceTree, WorkspaceQuery, WorkspaceRow,
 };
 use crate::validate;
@@ -75,7 +77,9 @@ pub fn build_status(transition: &str, job: ProvisionerJobStatus) -> WorkspaceSta
     }
 }
 
-/// Connection status of an agent, derived from its connection timestamps.
+/// Connection status of an agent, derived from its connection timestamps: connecting (never
+/// connected, within its timeout), timeout (never connected, past it), disconnected (a recorded
+/// disconnect after the last connection, or no sign of life for [`INACTIVE_AFTER`]), connected.
 pub fn agent_status(agent: &AgentRow) -> &'static str {
     let now = Utc::now();
     match (agent.first_connected_at, agent.last_connected_at) {
@@ -90,7 +94,8 @@ pub fn agent_status(agent: &AgentRow) -> &'static str {
             }
         }
         (Some(_), Some(last)) => {
-            if agent.disconnected_at.is_some_and(|d| d >= last) {
+            let silent = (now - last).to_std().unwrap_or_default() > INACTIVE_AFTER;
+            if agent.disconnected_at.is_some_and(|d| d >= last) || silent {
                 "disconnected"
             } else {
                 "connected"
@@ -99,7 +104,7 @@ pub fn agent_status(agent: &AgentRow) -> &'static str {
     }
 }
 
-fn app(row: AppRow) -> WorkspaceApp {
+pub fn app(row: AppRow) -> WorkspaceApp {
     WorkspaceApp {
         id: row.id,
         url: row.url,
@@ -123,8 +128,19 @@ fn app(row: AppRow) -> WorkspaceApp {
     }
 }
 
-pub fn agent(row: AgentRow, apps: Vec<AppRow>) -> WorkspaceAgent {
+pub fn agent(tree: AgentTree) -> WorkspaceAgent {
+    let AgentTree {
+        agent: row,
+        apps,
+        scripts,
+        log_sources,
+    } = tree;
     let status = agent_status(&row);
+    let behavior = if scripts.iter().any(|s| s.start_blocks_login) {
+        "blocking"
+    } else {
+        "non-blocking"
+    };
     let healthy = status == "connected";
     WorkspaceAgent {
         id: row.id,
@@ -162,9 +178,32 @@ pub fn agent(row: AgentRow, apps: Vec<AppRow>) -> WorkspaceAgent {
             },
         },
         display_apps: row.display_apps,
-        log_sources: Vec::new(),
-        scripts: Vec::new(),
-        startup_script_behavior: "non-blocking".into(),
+        log_sources: log_sources
+            .into_iter()
+            .map(|l| WorkspaceAgentLogSource {
+                workspace_agent_id: l.agent_id,
+                id: l.id,
+                created_at: l.created_at,
+                display_name: l.display_name,
+                icon: l.icon,
+            })
+            .collect(),
+        scripts: scripts
+            .into_iter()
+            .map(|s| WorkspaceAgentScript {
+                id: s.id,
+                log_source_id: s.log_source_id,
+                log_path: s.log_path,
+                script: s.script,
+                cron: s.cron,
+                run_on_start: s.run_on_start,
+                run_on_stop: s.run_on_stop,
+                start_blocks_login: s.start_blocks_login,
+                timeout: i64::from(s.timeout_seconds) * 1_000_000_000,
+                display_name: s.display_name,
+            })
+            .collect(),
+        startup_script_behavior: behavior.into(),
     }
 }
 
@@ -180,11 +219,7 @@ pub fn resources(trees: Vec<ResourceTree>) -> Vec<WorkspaceResource> {
             name: t.resource.name,
             hide: t.resource.hide,
             icon: t.resource.icon,
-            agents: t
-                .agents
-                .into_iter()
-                .map(|(a, apps)| agent(a, apps))
-                .collect(),
+            agents: t.agents.into_iter().map(agent).collect(),
             metadata: t
                 .metadata
                 .into_iter()

@@ -1,6 +1,7 @@
 //! The store: the only module that holds SQL. One file per table group; compound operations
 //! that must be atomic are single methods that own their transaction.
 
+mod agents;
 mod api_keys;
 mod completion;
 mod daemons;
@@ -17,12 +18,15 @@ use std::time::Instant;
 
 use sqlx::PgPool;
 
+pub use agents::{
+    AgentAuth, AgentContext, AgentLogRow, LogSourceRow, MetadataEntry, MetadataWrite, ScriptRow,
+};
 pub use api_keys::{ApiKeyRow, NewApiKey};
 pub use completion::{Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use jobs::{JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, UpdateOutcome};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
-pub use resources::{AgentRow, AppRow, MetadataRow, ResourceRow, ResourceTree};
+pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
     FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateVersionRow,

@@ -64,6 +64,7 @@ pub struct AgentRow {
     pub expanded_directory: String,
     pub logs_length: i32,
     pub logs_overflowed: bool,
+    pub subsystems: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -89,12 +90,21 @@ pub struct AppRow {
     pub created_at: DateTime<Utc>,
 }
 
+/// An agent with what hangs off it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentTree {
+    pub agent: AgentRow,
+    pub apps: Vec<AppRow>,
+    pub scripts: Vec<super::ScriptRow>,
+    pub log_sources: Vec<super::LogSourceRow>,
+}
+
 /// A resource with everything attached to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceTree {
     pub resource: ResourceRow,
     pub metadata: Vec<MetadataRow>,
-    pub agents: Vec<(AgentRow, Vec<AppRow>)>,
+    pub agents: Vec<AgentTree>,
 }
 
 fn display_apps(d: &proto::DisplayApps) -> Vec<String> {
@@ -218,6 +228,61 @@ async fn insert_agent(
     )
     .execute(&mut *tx)
     .await?;
+    for (order, metadata) in agent.metadata.iter().enumerate() {
+        sqlx::query!(
+            r#"INSERT INTO workspace_agent_metadata (agent_id, key, display_name, script,
+                   interval_seconds, timeout_seconds, display_order)
+               VALUES ($1, $2, $3, $4, $5, $6, $7)
+               ON CONFLICT (agent_id, key) DO NOTHING"#,
+            agent_id,
+            metadata.key,
+            metadata.display_name,
+            metadata.script,
+            metadata.interval,
+            metadata.timeout,
+            i32::try_from(if metadata.order != 0 {
+                metadata.order
+            } else {
+                order as i64
+            })
+            .unwrap_or(0)
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    for script in &agent.scripts {
+        let log_source = Uuid::new_v4();
+        sqlx::query!(
+            r#"INSERT INTO workspace_agent_log_sources (id, agent_id, display_name, icon, created_at)
+               VALUES ($1, $2, $3, $4, $5)"#,
+            log_source,
+            agent_id,
+            script.display_name,
+            script.icon,
+            now
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query!(
+            r#"INSERT INTO workspace_agent_scripts (id, agent_id, log_source_id, display_name, script,
+                   cron, run_on_start, run_on_stop, start_blocks_login, timeout_seconds, log_path, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"#,
+            Uuid::new_v4(),
+            agent_id,
+            log_source,
+            script.display_name,
+            script.script,
+            script.cron,
+            script.run_on_start,
+            script.run_on_stop,
+            script.start_blocks_login,
+            script.timeout_seconds,
+            script.log_path,
+            now
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
     for app in &agent.apps {
         let health = if app.healthcheck.as_ref().is_some_and(|h| !h.url.is_empty()) {
             "initializing"
@@ -258,6 +323,30 @@ async fn insert_agent(
 }
 
 impl Store {
+    pub async fn agent_apps(&self, agent: Uuid) -> Result<Vec<AppRow>> {
+        timed("agent_apps", async {
+            Ok(sqlx::query_as!(
+                AppRow,
+                "SELECT * FROM workspace_apps WHERE agent_id = $1 ORDER BY display_order, slug",
+                agent
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    /// One agent with its apps, scripts and log sources.
+    pub async fn agent_tree(&self, agent: Uuid) -> Result<AgentTree> {
+        let row = self.agent_by_id(agent).await?;
+        Ok(AgentTree {
+            apps: self.agent_apps(agent).await?,
+            scripts: self.agent_scripts(&[agent]).await?,
+            log_sources: self.agent_log_sources(&[agent]).await?,
+            agent: row,
+        })
+    }
+
     /// Everything produced by `jobs`, grouped per resource, in creation order.
     pub async fn resources_of_jobs(&self, jobs: &[Uuid]) -> Result<Vec<ResourceTree>> {
         timed("resources_of_jobs", async {
@@ -298,10 +387,23 @@ impl Store {
             for app in apps {
                 apps_by_agent.entry(app.agent_id).or_default().push(app);
             }
-            let mut agents_by_resource: HashMap<Uuid, Vec<(AgentRow, Vec<AppRow>)>> = HashMap::new();
+            let mut scripts_by_agent: HashMap<Uuid, Vec<super::ScriptRow>> = HashMap::new();
+            for script in self.agent_scripts(&agent_ids).await? {
+                scripts_by_agent.entry(script.agent_id).or_default().push(script);
+            }
+            let mut sources_by_agent: HashMap<Uuid, Vec<super::LogSourceRow>> = HashMap::new();
+            for source in self.agent_log_sources(&agent_ids).await? {
+                sources_by_agent.entry(source.agent_id).or_default().push(source);
+            }
+            let mut agents_by_resource: HashMap<Uuid, Vec<AgentTree>> = HashMap::new();
             for agent in agents {
-                let apps = apps_by_agent.remove(&agent.id).unwrap_or_default();
-                agents_by_resource.entry(agent.resource_id).or_default().push((agent, apps));
+                let tree = AgentTree {
+                    apps: apps_by_agent.remove(&agent.id).unwrap_or_default(),
+                    scripts: scripts_by_agent.remove(&agent.id).unwrap_or_default(),
+                    log_sources: sources_by_agent.remove(&agent.id).unwrap_or_default(),
+                    agent,
+                };
+                agents_by_resource.entry(tree.agent.resource_id).or_default().push(tree);
             }
             let mut metadata_by_resource: HashMap<Uuid, Vec<MetadataRow>> = HashMap::new();
             for item in metadata {

@@ -1,5 +1,6 @@
 //! coderd's integration tests: the real HTTP API on a real PostgreSQL.
 
+mod agents;
 mod auth;
 mod builds;
 mod files;

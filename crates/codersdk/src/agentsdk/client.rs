@@ -10,12 +10,14 @@ use tokio_yamux::{Config, Control, Session, StreamHandle};
 use url::Url;
 
 use super::transport::WsIo;
-use super::{RPC_PATH, Request, Response, StreamHeader, read_frame, write_frame};
+use super::{RPC_PATH, Request, Response, StreamHeader, exchange, read_frame};
 use crate::ClientError;
 
 /// A live connection to coderd.
 pub struct AgentConnection {
     control: Control,
+    /// The task driving the session: dropping the connection stops it, which closes the socket.
+    driver: tokio::task::JoinHandle<()>,
     /// Streams coderd opened (clients reaching into the workspace), with their headers read.
     pub inbound: mpsc::Receiver<(StreamHeader, StreamHandle)>,
     closed: watch::Receiver<bool>,
@@ -36,7 +38,8 @@ pub fn drive<T>(
     mut session: Session<T>,
     inbound: mpsc::Sender<(StreamHeader, StreamHandle)>,
     closed: watch::Sender<bool>,
-) where
+) -> tokio::task::JoinHandle<()>
+where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
@@ -49,7 +52,7 @@ pub fn drive<T>(
             });
         }
         let _ = closed.send(true);
-    });
+    })
 }
 
 impl AgentConnection {
@@ -93,9 +96,10 @@ impl AgentConnection {
         let control = session.control();
         let (inbound_tx, inbound) = mpsc::channel(16);
         let (closed_tx, closed) = watch::channel(false);
-        drive(session, inbound_tx, closed_tx);
+        let driver = drive(session, inbound_tx, closed_tx);
         Ok(Self {
             control,
+            driver,
             inbound,
             closed,
         })
@@ -104,21 +108,16 @@ impl AgentConnection {
     /// One API call on its own stream.
     pub async fn call(&self, request: Request) -> Result<Response, ClientError> {
         let mut control = self.control.clone();
-        let mut stream = control
+        let stream = control
             .open_stream()
             .await
             .map_err(|e| ClientError::Decode(format!("opening a stream to coderd: {e}")))?;
-        let io_err = |e: io::Error| ClientError::Decode(format!("talking to coderd: {e}"));
-        write_frame(&mut stream, &StreamHeader::Rpc(request))
+        let response = exchange::<_, _, Response>(stream, &StreamHeader::Rpc(request))
             .await
-            .map_err(io_err)?;
-        let response = read_frame::<_, Response>(&mut stream)
-            .await
-            .map_err(io_err)?
+            .map_err(|e| ClientError::Decode(format!("talking to coderd: {e}")))?
             .ok_or_else(|| {
                 ClientError::Decode("coderd closed the stream without answering".into())
             })?;
-        let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
         match response {
             Response::Error { message } => Err(ClientError::Api {
                 status: 400,
@@ -136,5 +135,58 @@ impl AgentConnection {
 
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
+    }
+}
+
+impl Drop for AgentConnection {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agentsdk::reply;
+
+    /// A call and an answer both far larger than yamux's 256 KiB stream window must not stall
+    /// waiting for window updates.
+    #[tokio::test]
+    async fn calls_larger_than_the_stream_window_go_through() {
+        let (a, b) = tokio::io::duplex(64 << 10);
+        let client = Session::new_client(a, yamux_config());
+        let server = Session::new_server(b, yamux_config());
+        let mut control = client.control();
+        let (client_in, _client_inbound) = mpsc::channel(1);
+        let (server_in, mut server_inbound) = mpsc::channel(1);
+        let (c_closed, _) = watch::channel(false);
+        let (s_closed, _) = watch::channel(false);
+        drive(client, client_in, c_closed);
+        drive(server, server_in, s_closed);
+        let big = "y".repeat(3 << 20);
+        tokio::spawn(async move {
+            while let Some((header, stream)) = server_inbound.recv().await {
+                let StreamHeader::Rpc(Request::UpdateStartup(info)) = header else {
+                    continue;
+                };
+                let answer = Response::Error {
+                    message: info.version,
+                };
+                reply(stream, &answer).await.expect("reply");
+            }
+        });
+        let stream = control.open_stream().await.expect("open");
+        let request = StreamHeader::Rpc(Request::UpdateStartup(crate::agentsdk::StartupInfo {
+            version: big.clone(),
+            ..Default::default()
+        }));
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            exchange::<_, _, Response>(stream, &request),
+        )
+        .await
+        .expect("no stall")
+        .expect("exchange");
+        assert_eq!(answer, Some(Response::Error { message: big }));
     }
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use client::{AgentConnection, drive, yamux_config};
-pub use transport::{WsIo, read_frame, write_frame};
+pub use transport::{WsIo, exchange, read_frame, reply, write_frame};
 
 /// The agent's connection endpoint.
 pub const RPC_PATH: &str = "/api/v2/workspaceagents/me/rpc";

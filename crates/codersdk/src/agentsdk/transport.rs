@@ -125,6 +125,46 @@ pub async fn read_frame<R: AsyncRead + Unpin, T: DeserializeOwned>(
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// Sends `request` and reads the single answer on one stream. Two properties of tokio-yamux
+/// shape this: the peer's window updates are processed on a stream's read side, so a request
+/// larger than the 256 KiB stream window only gets through if the stream is read while it is
+/// written (both happen together here); and a stream whose writing half was shut down stops
+/// granting window updates, so a large answer would stall — frames are length-delimited, so the
+/// request needs no half-close.
+pub async fn exchange<S, Q, A>(stream: S, request: &Q) -> io::Result<Option<A>>
+where
+    S: AsyncRead + AsyncWrite,
+    Q: Serialize,
+    A: DeserializeOwned,
+{
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let (written, answer) = tokio::join!(
+        write_frame(&mut writer, request),
+        read_frame::<_, A>(&mut reader)
+    );
+    written?;
+    answer
+}
+
+/// Writes `value` as the stream's last frame while draining whatever the peer still sends, for
+/// the same reason as [`exchange`].
+pub async fn reply<S, T>(stream: S, value: &T) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite,
+    T: Serialize,
+{
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let mut discard = tokio::io::sink();
+    let (written, _) = tokio::join!(
+        async {
+            write_frame(&mut writer, value).await?;
+            writer.shutdown().await
+        },
+        tokio::io::copy(&mut reader, &mut discard)
+    );
+    written
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,291 @@
+//! Workspace agents over HTTP: the agent's own connection endpoint, agents as users see them
+//! (details, logs, metadata), and the agent binary download the bootstrap scripts fetch.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use codersdk::workspaces::{
+    WorkspaceAgent, WorkspaceAgentLog, WorkspaceAgentMetadata, WorkspaceAgentMetadataDescription,
+    WorkspaceAgentMetadataResult,
+};
+use futures::Stream;
+use uuid::Uuid;
+
+use super::AppState;
+use super::extract::{Auth, Json, Query, empty_as_none, token_from_parts};
+use super::jobs::LogParams;
+use crate::authz::{Action, Object, Resource};
+use crate::error::{ApiError, ApiResult};
+use crate::pubsub::channels;
+use crate::store::{AgentLogRow, MetadataEntry};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/workspaceagents/me/rpc", get(rpc))
+        .route("/workspaceagents/{id}", get(get_agent))
+        .route("/workspaceagents/{id}/logs", get(agent_logs))
+        .route("/workspaceagents/{id}/watch-metadata", get(watch_metadata))
+}
+
+pub fn binary_routes() -> Router<AppState> {
+    Router::new().route("/bin/{file}", get(download_binary))
+}
+
+fn invalid_token() -> ApiError {
+    ApiError::unauthorized("Invalid agent token.").with_detail(
+        "The token is unknown; the agent's workspace may have been rebuilt with a new agent.",
+    )
+}
+
+/// `GET /workspaceagents/me/rpc`: an agent's connection. The token is checked on every
+/// connect; an agent of a build that is no longer the workspace's latest is refused.
+pub(super) async fn rpc(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+) -> ApiResult<Response> {
+    let (mut parts, _) = request.into_parts();
+    let token = token_from_parts(&parts).ok_or_else(invalid_token)?;
+    let auth = state
+        .store
+        .agent_by_token(&crate::auth::hash_secret(&token))
+        .await?
+        .ok_or_else(invalid_token)?;
+    if auth.workspace_deleted || auth.build_number != auth.latest_build_number {
+        return Err(ApiError::forbidden().with_detail(format!(
+            "This agent belongs to build #{} of its workspace, but the latest build is #{}: \
+             agents of old builds cannot connect.",
+            auth.build_number, auth.latest_build_number
+        )));
+    }
+    let ws = <WebSocketUpgrade as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+        &mut parts, &state,
+    )
+    .await
+    .map_err(|e| {
+        ApiError::bad_request("This endpoint needs a WebSocket upgrade.").with_detail(e.body_text())
+    })?;
+    Ok(ws
+        .max_message_size(16 << 20)
+        .on_upgrade(move |socket| crate::agents::connection::serve(state, auth, socket))
+        .into_response())
+}
+
+/// An agent the caller may see (through its workspace), or 404.
+async fn resolve_agent(
+    state: &AppState,
+    auth: &Auth,
+    id: Uuid,
+) -> ApiResult<crate::store::AgentContext> {
+    let context = state.store.agent_context(id).await?;
+    auth.authorize(
+        Action::Read,
+        &Object::owned(
+            Resource::Workspace,
+            Some(context.organization_id),
+            context.owner_id,
+        ),
+    )?;
+    Ok(context)
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaceagents/{id}", tag = "Agents",
+    params(("id" = Uuid, Path)), responses((status = 200, body = WorkspaceAgent)))]
+pub(super) async fn get_agent(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<WorkspaceAgent>> {
+    resolve_agent(&state, &auth, id).await?;
+    Ok(Json(super::workspaces::agent(
+        state.store.agent_tree(id).await?,
+    )))
+}
+
+fn log(row: AgentLogRow) -> WorkspaceAgentLog {
+    WorkspaceAgentLog {
+        id: row.id,
+        created_at: row.created_at,
+        output: row.output,
+        level: row.level,
+        source_id: row.log_source_id,
+    }
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/logs", tag = "Agents",
+    params(("id" = Uuid, Path), ("after" = Option<i64>, Query), ("follow" = Option<bool>, Query)),
+    responses((status = 200, body = [WorkspaceAgentLog])))]
+pub(super) async fn agent_logs(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Query(params): Query<LogParams>,
+    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> ApiResult<Response> {
+    resolve_agent(&state, &auth, id).await?;
+    let after = params.after.unwrap_or(0);
+    if !params.follow.unwrap_or(false) {
+        let rows = state.store.agent_logs_after(id, after).await?;
+        return Ok(Json(rows.into_iter().map(log).collect::<Vec<_>>()).into_response());
+    }
+    let ws = ws.map_err(|_| {
+        ApiError::bad_request("Following logs needs a WebSocket.")
+            .with_detail("send the request as a WebSocket upgrade, or drop follow=true")
+    })?;
+    Ok(ws.on_upgrade(move |socket| follow(state, id, after, socket)))
+}
+
+/// Streams an agent's logs: everything after `after`, then new lines as they arrive, until the
+/// client leaves or coderd stops (agent logs have no natural end).
+async fn follow(state: AppState, agent: Uuid, after: i64, mut socket: WebSocket) {
+    let mut events = state
+        .pubsub
+        .subscribe(channels::AGENT_LOGS, Some(agent.to_string()));
+    let mut last = after;
+    loop {
+        match state.store.agent_logs_after(agent, last).await {
+            Ok(rows) => {
+                for row in rows {
+                    last = row.id;
+                    let Ok(text) = serde_json::to_string(&log(row)) else {
+                        continue;
+                    };
+                    if socket.send(Message::Text(text.into())).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading agent logs");
+                break;
+            }
+        }
+        tokio::select! {
+            () = state.shutdown.cancelled() => break,
+            event = events.recv() => if event.is_none() { break },
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+    let _ = socket.send(Message::Close(None)).await;
+}
+
+fn metadata(entries: Vec<MetadataEntry>) -> Vec<WorkspaceAgentMetadata> {
+    let now = chrono::Utc::now();
+    entries
+        .into_iter()
+        .map(|m| WorkspaceAgentMetadata {
+            result: WorkspaceAgentMetadataResult {
+                age: m.collected_at.map_or(0, |c| (now - c).num_seconds().max(0)),
+                collected_at: m.collected_at,
+                value: m.value,
+                error: m.error,
+            },
+            description: WorkspaceAgentMetadataDescription {
+                display_name: m.display_name,
+                key: m.key,
+                script: m.script,
+                interval: m.interval_seconds,
+                timeout: m.timeout_seconds,
+            },
+        })
+        .collect()
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct MetadataParams {
+    /// Answer with the current values as JSON instead of an event stream.
+    #[serde(default, deserialize_with = "empty_as_none")]
+    snapshot: Option<bool>,
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/watch-metadata", tag = "Agents",
+    params(("id" = Uuid, Path), ("snapshot" = Option<bool>, Query)),
+    responses((status = 200, body = [WorkspaceAgentMetadata], description = "server-sent events of the full list, or one JSON list with snapshot=true")))]
+pub(super) async fn watch_metadata(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Query(params): Query<MetadataParams>,
+) -> ApiResult<Response> {
+    resolve_agent(&state, &auth, id).await?;
+    if params.snapshot.unwrap_or(false) {
+        return Ok(Json(metadata(state.store.agent_metadata(id).await?)).into_response());
+    }
+    Ok(Sse::new(metadata_events(state, id))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// The full metadata list now, and again each time values change.
+fn metadata_events(state: AppState, agent: Uuid) -> impl Stream<Item = Result<Event, Infallible>> {
+    let events = state
+        .pubsub
+        .subscribe(channels::AGENT_METADATA, Some(agent.to_string()));
+    futures::stream::unfold(
+        (state, events, true),
+        move |(state, mut events, first)| async move {
+            if !first {
+                tokio::select! {
+                    () = state.shutdown.cancelled() => return None,
+                    e = events.recv() => { e?; }
+                }
+            }
+            let entries = state.store.agent_metadata(agent).await.ok()?;
+            let event = Event::default()
+                .event("data")
+                .json_data(metadata(entries))
+                .ok()?;
+            Some((Ok(event), (state, events, false)))
+        },
+    )
+}
+
+/// `GET /bin/coder-<os>-<arch>`: the agent binary. This server can hand out itself, so it serves
+/// the platform it runs on; other platforms answer 404 with an explanation.
+pub(super) async fn download_binary(Path(file): Path<String>) -> ApiResult<Response> {
+    let own = format!(
+        "coder-{}-{}",
+        std::env::consts::OS,
+        go_arch(std::env::consts::ARCH)
+    );
+    if file != own {
+        return Err(
+            ApiError::new(StatusCode::NOT_FOUND, "Binary not available.")
+                .with_detail(format!("this server only carries its own binary, {own}")),
+        );
+    }
+    let path = std::env::current_exe().map_err(ApiError::internal)?;
+    let handle = tokio::fs::File::open(&path)
+        .await
+        .map_err(ApiError::internal)?;
+    let size = handle.metadata().await.map_err(ApiError::internal)?.len();
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(handle));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, size.to_string()),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// Go's architecture names, which Coder's download paths use.
+fn go_arch(arch: &str) -> &str {
+    match arch {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "arm" => "armv7",
+        other => other,
+    }
+}

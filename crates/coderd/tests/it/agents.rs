@@ -1,0 +1,393 @@
+//! coderd's side of the workspace agent, driven through the real endpoint with the protocol's
+//! client (`codersdk::agentsdk::AgentConnection`): authentication, manifest, lifecycle,
+//! connection status, logs, metadata, stats.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use codersdk::Client;
+use codersdk::agentsdk::{
+    AgentConnection, AgentLog, LifecycleChange, LifecycleState, LogBatch, MetadataValue, Request,
+    Response, StartupInfo, Stats,
+};
+use codersdk::proto::{Agent, AgentAuth, AgentMetadata, App, Env, Resource, Script};
+use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace};
+use futures::StreamExt;
+use provisionerd::engines::echo::{BuildStage, EchoTemplate};
+use testutil::{TestApp, eventually, wait_build};
+use uuid::Uuid;
+
+fn agent_template(token: &str) -> EchoTemplate {
+    let resource = Resource {
+        name: "dev".into(),
+        kind: "docker_container".into(),
+        agents: vec![Agent {
+            name: "main".into(),
+            operating_system: "linux".into(),
+            architecture: "amd64".into(),
+            directory: "~/src".into(),
+            auth: AgentAuth::Token(token.into()),
+            env: [("EDITOR".to_string(), "vim".to_string())].into(),
+            extra_envs: vec![Env {
+                name: "GREETING".into(),
+                value: "hello".into(),
+                ..Default::default()
+            }],
+            scripts: vec![Script {
+                display_name: "Startup Script".into(),
+                script: "echo started".into(),
+                run_on_start: true,
+                timeout_seconds: 60,
+                ..Default::default()
+            }],
+            metadata: vec![AgentMetadata {
+                key: "load".into(),
+                display_name: "Load".into(),
+                script: "cat /proc/loadavg".into(),
+                interval: 10,
+                timeout: 2,
+                order: 0,
+            }],
+            apps: vec![App {
+                slug: "code".into(),
+                display_name: "VS Code".into(),
+                url: "http://localhost:8080".into(),
+                ..Default::default()
+            }],
+            connection_timeout_seconds: 120,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    EchoTemplate {
+        start: Some(BuildStage {
+            resources: vec![resource],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A running workspace whose agent uses `token`.
+async fn workspace(app: &TestApp, owner: &Client, token: &str) -> anyhow::Result<Workspace> {
+    let template = app
+        .echo_template(owner, "agents", &agent_template(token), &[])
+        .await?;
+    let ws = owner
+        .create_workspace(
+            "me",
+            &CreateWorkspaceRequest {
+                template_id: Some(template.id),
+                name: "dev".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    wait_build(owner, ws.latest_build.id).await?;
+    Ok(owner.workspace(ws.id).await?)
+}
+
+fn agent_id(ws: &Workspace) -> Uuid {
+    ws.latest_build.resources[0].agents[0].id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_connects_fetches_its_manifest_and_reports_its_lifecycle() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let token = Uuid::new_v4().to_string();
+    let ws = workspace(&app, &owner, &token).await?;
+    let id = agent_id(&ws);
+    assert_eq!(owner.workspace_agent(id).await?.status, "connecting");
+
+    let conn = AgentConnection::connect(&app.url, &token).await?;
+    let Response::Manifest(manifest) = conn.call(Request::GetManifest).await? else {
+        panic!("expected a manifest");
+    };
+    assert_eq!(
+        (manifest.agent_id, manifest.agent_name.as_str()),
+        (id, "main")
+    );
+    assert_eq!(manifest.workspace_name, "dev");
+    assert_eq!(manifest.owner_name, "owner");
+    assert_eq!(manifest.directory, "~/src");
+    assert_eq!(
+        manifest
+            .environment_variables
+            .get("GREETING")
+            .map(String::as_str),
+        Some("hello")
+    );
+    assert_eq!(
+        manifest
+            .environment_variables
+            .get("EDITOR")
+            .map(String::as_str),
+        Some("vim")
+    );
+    assert_eq!(manifest.scripts.len(), 1);
+    assert_eq!(manifest.scripts[0].script, "echo started");
+    assert_eq!(manifest.metadata[0].key, "load");
+    assert_eq!(manifest.apps[0].slug, "code");
+
+    conn.call(Request::UpdateStartup(StartupInfo {
+        version: "v0.1.0".into(),
+        expanded_directory: "/home/owner/src".into(),
+        ..Default::default()
+    }))
+    .await?;
+    let at = Utc::now();
+    conn.call(Request::UpdateLifecycle {
+        changes: vec![
+            LifecycleChange {
+                state: LifecycleState::Starting,
+                changed_at: at,
+            },
+            LifecycleChange {
+                state: LifecycleState::Ready,
+                changed_at: at + chrono::Duration::seconds(1),
+            },
+        ],
+    })
+    .await?;
+    let agent = owner.workspace_agent(id).await?;
+    assert_eq!(
+        (agent.status.as_str(), agent.lifecycle_state.as_str()),
+        ("connected", "ready")
+    );
+    assert_eq!(agent.version, "v0.1.0");
+    assert_eq!(agent.expanded_directory, "/home/owner/src");
+    assert!(agent.started_at.is_some() && agent.ready_at > agent.started_at);
+    assert_eq!(agent.scripts[0].log_source_id, agent.log_sources[0].id);
+    assert!(agent.first_connected_at.is_some());
+
+    // Lifecycle only moves forward, whatever arrives late.
+    conn.call(Request::UpdateLifecycle {
+        changes: vec![LifecycleChange {
+            state: LifecycleState::Starting,
+            changed_at: Utc::now(),
+        }],
+    })
+    .await?;
+    assert_eq!(owner.workspace_agent(id).await?.lifecycle_state, "ready");
+
+    drop(conn);
+    eventually(Duration::from_secs(10), "agent disconnected", || async {
+        Ok(owner.workspace_agent(id).await?.status == "disconnected")
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_tokens_and_agents_of_old_builds_are_refused() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let token = Uuid::new_v4().to_string();
+    let ws = workspace(&app, &owner, &token).await?;
+    for bad in [Uuid::new_v4().to_string(), "not-a-token".to_string()] {
+        let err = AgentConnection::connect(&app.url, &bad)
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(err.status(), Some(401), "{err}");
+        assert!(
+            err.to_string().contains("Invalid agent token"),
+            "same answer whether or not it exists: {err}"
+        );
+    }
+    // A new build (with a new agent) makes the old agent's token stale.
+    let stop = owner
+        .create_workspace_build(
+            ws.id,
+            &CreateWorkspaceBuildRequest {
+                transition: "stop".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    wait_build(&owner, stop.id).await?;
+    let err = AgentConnection::connect(&app.url, &token)
+        .await
+        .err()
+        .expect("old build");
+    assert_eq!(err.status(), Some(403));
+    assert!(
+        err.to_string().contains("build #1") && err.to_string().contains("#2"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_logs_are_stored_followed_and_capped() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let token = Uuid::new_v4().to_string();
+    let ws = workspace(&app, &owner, &token).await?;
+    let id = agent_id(&ws);
+    let source = owner.workspace_agent(id).await?.log_sources[0].id;
+    let conn = AgentConnection::connect(&app.url, &token).await?;
+    let line = |output: &str| AgentLog {
+        created_at: Utc::now(),
+        level: "info".into(),
+        output: output.into(),
+    };
+    conn.call(Request::BatchCreateLogs(LogBatch {
+        log_source_id: source,
+        logs: vec![line("one"), line("two")],
+    }))
+    .await?;
+    let mut follower = owner.follow_agent_logs(id, 0).await?;
+    let first = follower
+        .next()
+        .await
+        .ok_or_else(|| anyhow::anyhow!("stream ended"))??;
+    assert_eq!(first.output, "one");
+    let second = follower
+        .next()
+        .await
+        .ok_or_else(|| anyhow::anyhow!("stream ended"))??;
+    assert_eq!((second.output.as_str(), second.source_id), ("two", source));
+    conn.call(Request::BatchCreateLogs(LogBatch {
+        log_source_id: source,
+        logs: vec![line("three")],
+    }))
+    .await?;
+    let live = tokio::time::timeout(Duration::from_secs(10), follower.next())
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("stream ended"))??;
+    assert_eq!(live.output, "three", "new lines arrive live");
+
+    let big = "x".repeat(64 << 10);
+    let mut exceeded = false;
+    for _ in 0..20 {
+        let logs = (0..4).map(|_| line(&big)).collect();
+        match conn
+            .call(Request::BatchCreateLogs(LogBatch {
+                log_source_id: source,
+                logs,
+            }))
+            .await?
+        {
+            Response::Logs { limit_exceeded } => exceeded |= limit_exceeded,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(exceeded, "the 1 MiB cap was reported");
+    let agent = owner.workspace_agent(id).await?;
+    assert!(agent.logs_overflowed);
+    assert!(agent.logs_length <= 1 << 20);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_and_stats_are_batched_into_the_database() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let token = Uuid::new_v4().to_string();
+    let ws = workspace(&app, &owner, &token).await?;
+    let id = agent_id(&ws);
+    let conn = AgentConnection::connect(&app.url, &token).await?;
+    conn.call(Request::BatchUpdateMetadata {
+        values: vec![MetadataValue {
+            key: "load".into(),
+            collected_at: Utc::now(),
+            age: 0,
+            value: "0.42".into(),
+            error: String::new(),
+        }],
+    })
+    .await?;
+    eventually(Duration::from_secs(5), "metadata flushed", || async {
+        let values = owner.workspace_agent_metadata(id).await?;
+        Ok(values
+            .iter()
+            .any(|m| m.description.key == "load" && m.result.value == "0.42"))
+    })
+    .await?;
+    conn.call(Request::BatchUpdateMetadata {
+        values: vec![MetadataValue {
+            key: "load".into(),
+            collected_at: Utc::now(),
+            age: 0,
+            value: "y".repeat(5000),
+            error: String::new(),
+        }],
+    })
+    .await?;
+    eventually(Duration::from_secs(5), "long value truncated", || async {
+        let values = owner.workspace_agent_metadata(id).await?;
+        Ok(values
+            .iter()
+            .any(|m| m.result.value.len() == 2048 && m.result.error.contains("truncated")))
+    })
+    .await?;
+    let before = owner.workspace(ws.id).await?.last_used_at;
+    let reply = conn
+        .call(Request::UpdateStats(Stats {
+            session_count_ssh: 1,
+            rx_bytes: 100,
+            ..Default::default()
+        }))
+        .await?;
+    assert_eq!(
+        reply,
+        Response::Stats {
+            report_interval_seconds: 30
+        }
+    );
+    eventually(
+        Duration::from_secs(15),
+        "last_used_at bumped by a session",
+        || async { Ok(owner.workspace(ws.id).await?.last_used_at > before) },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn members_cannot_see_other_users_agents() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (member, _) = app.user(&owner, "member", &[]).await?;
+    let ws = workspace(&app, &owner, &Uuid::new_v4().to_string()).await?;
+    let id = agent_id(&ws);
+    for err in [
+        member.workspace_agent(id).await.err(),
+        member.workspace_agent_logs(id).await.err(),
+        member.workspace_agent_metadata(id).await.err(),
+    ] {
+        assert_eq!(err.and_then(|e| e.status()), Some(404));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_agent_binary_is_served_for_this_platform_only() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let client = app.client();
+    let own = format!(
+        "/bin/coder-{}-{}",
+        std::env::consts::OS,
+        match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            other => other,
+        }
+    );
+    let resp = client.request(reqwest::Method::GET, &own)?.send().await?;
+    assert_eq!(resp.status(), 200);
+    let expected = std::fs::metadata(std::env::current_exe()?)?.len();
+    assert_eq!(
+        resp.bytes().await?.len() as u64,
+        expected,
+        "the running executable"
+    );
+    let other = client
+        .request(reqwest::Method::GET, "/bin/coder-plan9-mips")?
+        .send()
+        .await?;
+    assert_eq!(other.status(), 404);
+    Ok(())
+}
