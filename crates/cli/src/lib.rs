@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod agents;
 mod archive;
 mod commands;
 mod config;

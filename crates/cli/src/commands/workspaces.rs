@@ -26,6 +26,9 @@ pub struct CreateArgs {
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
+    /// After the build, wait for the workspace's agents to be ready, streaming their startup logs.
+    #[arg(long)]
+    pub wait: bool,
     #[command(flatten)]
     pub org: OrgArg,
 }
@@ -40,6 +43,9 @@ pub struct BuildArgs {
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
+    /// After starting, wait for the workspace's agents to be ready, streaming their startup logs.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -172,6 +178,9 @@ pub async fn create(global: &GlobalArgs, args: CreateArgs) -> anyhow::Result<()>
         .await
         .context("the workspace build failed")?;
     println!("The {name} workspace has been created!");
+    if args.wait {
+        crate::agents::wait_ready(&client, workspace.latest_build.id).await?;
+    }
     Ok(())
 }
 
@@ -180,7 +189,7 @@ async fn transition(
     client: &Client,
     args: &BuildArgs,
     transition: &str,
-) -> anyhow::Result<Workspace> {
+) -> anyhow::Result<uuid::Uuid> {
     let workspace = find(client, &args.workspace).await?;
     let build = client
         .create_workspace_build(
@@ -198,7 +207,7 @@ async fn transition(
     jobs::watch(client, Watched::WorkspaceBuild(build.id))
         .await
         .with_context(|| format!("the {transition} build of {} failed", args.workspace))?;
-    Ok(workspace)
+    Ok(build.id)
 }
 
 pub async fn start(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> {
@@ -210,8 +219,11 @@ pub async fn start(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> {
         println!("The {} workspace is already running.", args.workspace);
         return Ok(());
     }
-    transition(&client, &args, "start").await?;
+    let build = transition(&client, &args, "start").await?;
     println!("The {} workspace has been started.", args.workspace);
+    if args.wait {
+        crate::agents::wait_ready(&client, build).await?;
+    }
     Ok(())
 }
 
@@ -231,8 +243,11 @@ pub async fn restart(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()>
         bail!("aborted");
     }
     transition(&client, &args, "stop").await?;
-    transition(&client, &args, "start").await?;
+    let build = transition(&client, &args, "start").await?;
     println!("The {} workspace has been restarted.", args.workspace);
+    if args.wait {
+        crate::agents::wait_ready(&client, build).await?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,87 @@
+//! Waiting for a workspace's agents: connection, startup scripts (their logs streamed), and the
+//! lifecycle's outcome.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::bail;
+use codersdk::Client;
+use codersdk::workspaces::WorkspaceAgent;
+use futures::StreamExt;
+use uuid::Uuid;
+
+/// Follows every agent of `build` until it is ready; fails when one cannot start.
+pub async fn wait_ready(client: &Client, build: Uuid) -> anyhow::Result<()> {
+    let build = client.workspace_build(build).await?;
+    let agents: Vec<WorkspaceAgent> = build.resources.into_iter().flat_map(|r| r.agents).collect();
+    for agent in agents {
+        wait_agent(client, agent).await?;
+    }
+    Ok(())
+}
+
+fn finished(lifecycle: &str) -> bool {
+    matches!(lifecycle, "ready" | "start_error" | "start_timeout" | "shutting_down" | "off")
+}
+
+async fn wait_agent(client: &Client, agent: WorkspaceAgent) -> anyhow::Result<()> {
+    println!("==> Waiting for agent {} to start", agent.name);
+    let sources: HashMap<Uuid, String> = agent
+        .log_sources
+        .iter()
+        .map(|s| (s.id, s.display_name.clone()))
+        .collect();
+    let mut logs = client.follow_agent_logs(agent.id, 0).await?;
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    let mut warned_connecting = false;
+    loop {
+        tokio::select! {
+            line = logs.next() => match line {
+                Some(Ok(line)) => {
+                    let source = sources.get(&line.source_id).map_or("agent", String::as_str);
+                    println!("  {source}: {}", line.output);
+                }
+                Some(Err(e)) => return Err(e.into()),
+                None => logs = client.follow_agent_logs(agent.id, 0).await?,
+            },
+            _ = check.tick() => {
+                let now = client.workspace_agent(agent.id).await?;
+                match now.status.as_str() {
+                    "timeout" => {
+                        let hint = if now.troubleshooting_url.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; see {}", now.troubleshooting_url)
+                        };
+                        bail!(
+                            "agent {} did not connect within {} s: the workspace's init script may not be running or cannot reach coderd{hint}",
+                            now.name, now.connection_timeout_seconds
+                        );
+                    }
+                    "connecting" if !warned_connecting => {
+                        println!("  (the agent has not connected yet)");
+                        warned_connecting = true;
+                    }
+                    _ => {}
+                }
+                if finished(&now.lifecycle_state) {
+                    // Lines written just before the state changed may still be in flight.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    while let Ok(Some(Ok(line))) = tokio::time::timeout(Duration::from_millis(100), logs.next()).await {
+                        let source = sources.get(&line.source_id).map_or("agent", String::as_str);
+                        println!("  {source}: {}", line.output);
+                    }
+                    return match now.lifecycle_state.as_str() {
+                        "ready" => {
+                            println!("✔ Agent {} is ready", now.name);
+                            Ok(())
+                        }
+                        "start_error" => bail!("agent {}: a startup script failed (see the logs above)", now.name),
+                        "start_timeout" => bail!("agent {}: a startup script timed out", now.name),
+                        other => bail!("agent {} is {other}", now.name),
+                    };
+                }
+            }
+        }
+    }
+}
