@@ -74,8 +74,17 @@ impl TestAgent {
 
     /// An agent with the default test configuration and token.
     pub fn connect(url: &Url) -> anyhow::Result<Self> {
-        let (config, dir) = config(url, TokenSource::Value(TOKEN.into()))?;
+        Self::connect_with(url, TOKEN)
+    }
+
+    pub fn connect_with(url: &Url, token: &str) -> anyhow::Result<Self> {
+        let (config, dir) = config(url, TokenSource::Value(token.into()))?;
         Ok(Self::start(config, dir))
+    }
+
+    /// Whether `run` has returned.
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(|t| t.is_finished())
     }
 
     pub fn home(&self) -> PathBuf {

@@ -1,5 +1,6 @@
 //! Integration tests: the real agent against coderd's side of the protocol, in-process.
 
+mod coderd;
 mod connection;
 mod harness;
 mod lifecycle;
