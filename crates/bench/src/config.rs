@@ -1,0 +1,123 @@
+//! What to run and how big: the full suite, `--quick`, and the tiny profile the CI test uses.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How much of each scenario to do. Every loop in the suite is bounded by these counts and
+/// durations.
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    /// Measured runs per scenario (after one warm-up run where the scenario has one).
+    pub runs: usize,
+    pub warmup: bool,
+    /// External `coder provisionerd` processes.
+    pub daemons: usize,
+    /// P1: jobs created per run, at this steady rate.
+    pub pickup_jobs: usize,
+    pub pickup_rate: f64,
+    /// P2/P3: closed-loop window per run and the workspaces cycling start/stop.
+    pub build_window: Duration,
+    pub build_workspaces: usize,
+    /// P3: pending jobs no daemon matches.
+    pub poison_jobs: usize,
+    /// P2b (and both baselines): queued jobs drained per run.
+    pub bare_jobs: usize,
+    /// P4: workspaces present, request rate and duration per run.
+    pub api_workspaces: usize,
+    pub api_rate: f64,
+    pub api_duration: Duration,
+    /// P5: workspaces present when listing all of them.
+    pub list_workspaces: usize,
+    /// `coder server` restarts on an existing embedded cluster.
+    pub startup_runs: usize,
+    /// Time limit for any single wait (a job to finish, a process to answer).
+    pub timeout: Duration,
+}
+
+impl Sizes {
+    /// The suite the goals are judged by (~6–8 minutes on the reference machine).
+    pub fn full() -> Self {
+        Self {
+            runs: 3,
+            warmup: true,
+            daemons: 8,
+            pickup_jobs: 150,
+            pickup_rate: 25.0,
+            build_window: Duration::from_secs(20),
+            build_workspaces: 64,
+            poison_jobs: 50_000,
+            bare_jobs: 3_000,
+            api_workspaces: 2_000,
+            api_rate: 350.0,
+            api_duration: Duration::from_secs(15),
+            list_workspaces: 10_000,
+            startup_runs: 5,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Same scenarios and scales where they define the goal (8 daemons, 50,000 poisoned jobs,
+    /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs.
+    pub fn quick() -> Self {
+        Self {
+            runs: 2,
+            pickup_jobs: 60,
+            build_window: Duration::from_secs(5),
+            bare_jobs: 1_000,
+            api_duration: Duration::from_secs(5),
+            startup_runs: 3,
+            ..Self::full()
+        }
+    }
+
+    /// A few seconds of everything: proves the suite runs and its figures are sane, nothing
+    /// about speed.
+    pub fn tiny() -> Self {
+        Self {
+            runs: 1,
+            warmup: false,
+            daemons: 2,
+            pickup_jobs: 8,
+            pickup_rate: 10.0,
+            build_window: Duration::from_secs(1),
+            build_workspaces: 4,
+            poison_jobs: 500,
+            bare_jobs: 40,
+            api_workspaces: 30,
+            api_rate: 50.0,
+            api_duration: Duration::from_secs(1),
+            list_workspaces: 60,
+            startup_runs: 1,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub sizes: Sizes,
+    /// Name of the profile, recorded with the results (`full`, `quick`, `tiny`).
+    pub profile: String,
+    /// The `coder` binary to benchmark.
+    pub coder_bin: PathBuf,
+    /// Where clusters, configs and logs go; a temporary directory when unset.
+    pub work_dir: Option<PathBuf>,
+    /// Run graphile-worker (needs `node` and `npm`); when false its rows say why not.
+    pub graphile: bool,
+    /// graphile-worker version to install from npm.
+    pub graphile_version: String,
+}
+
+impl Config {
+    pub fn new(profile: &str, sizes: Sizes, coder_bin: PathBuf) -> Self {
+        Self {
+            sizes,
+            profile: profile.into(),
+            coder_bin,
+            work_dir: None,
+            graphile: true,
+            graphile_version: "0.17.3".into(),
+        }
+    }
+}

@@ -1,0 +1,641 @@
+//! The order of the run and the rows it reports. Scenarios run one after another on one
+//! deployment, in an order that keeps each one's conditions what its goal says: builds before
+//! the bulk seeding (P6 reads memory after real builds only), P3 right after P2, the read
+//! scenarios on exactly 2,000 and then 10,000 workspaces, and the bare-job drains (which add
+//! workspaces) last.
+//!
+//! Extension points: P7 (terraform overhead: build wall time minus terraform's own command time,
+//! from the job's recorded timings) and P8 (2,000 simulated agents) are reported as skipped
+//! until their scenarios exist; each becomes a module in `scenarios` and a step here, run on
+//! the same deployment.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use provisionerd::engines::echo::EchoTemplate;
+use uuid::Uuid;
+
+use crate::conditions::Conditions;
+use crate::config::Config;
+use crate::deploy::{Deployment, build_template};
+use crate::graphile::{self, GraphileResults};
+use crate::procs::{Cluster, open_dir};
+use crate::report::{Check, Report, Row};
+use crate::scenarios::{Cycling, api, bare, builds, ceiling, list, pickup, startup};
+use crate::seed::{self, Jobs, Source};
+use crate::stats::Percentiles;
+
+/// Progress on stderr (stdout is for the table).
+struct Progress(Instant);
+
+impl Progress {
+    fn step(&self, what: &str) {
+        eprintln!(
+            "[coder-bench {:>6.1}s] {what}",
+            self.0.elapsed().as_secs_f64()
+        );
+    }
+}
+
+pub async fn run(config: &Config) -> anyhow::Result<Report> {
+    let progress = Progress(Instant::now());
+    let sizes = &config.sizes;
+    anyhow::ensure!(
+        config.coder_bin.is_file(),
+        "the coder binary {} does not exist; build it first (`cargo build --release -p cli`) \
+         or pass --coder-bin",
+        config.coder_bin.display()
+    );
+    let temp;
+    let work = match &config.work_dir {
+        Some(dir) => open_dir(dir)?,
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("coder-bench-")
+                .tempdir_in("/tmp")?;
+            open_dir(temp.path())?
+        }
+    };
+    let mut report = Report {
+        conditions: Conditions::of_machine(&config.profile, &config.coder_bin, sizes.daemons),
+        rows: Vec::new(),
+        notes: Vec::new(),
+        counts: BTreeMap::new(),
+    };
+    progress.step(&format!(
+        "starting PostgreSQL (fsync on) in {}",
+        work.display()
+    ));
+    let cluster = Cluster::start(&work.join("pg")).await?;
+    let measured = control_plane(config, &cluster, &work, &mut report, &progress).await;
+    let stopped = cluster.stop().await;
+    measured?;
+    stopped?;
+
+    progress.step("coder server start-up on an existing embedded cluster");
+    let runs = startup::run(
+        &config.coder_bin,
+        &work.join("startup"),
+        sizes.startup_runs,
+        sizes.timeout,
+    )
+    .await
+    .context("measuring start-up")?;
+    let ready: Vec<f64> = runs.iter().map(|r| r.ready.as_secs_f64()).collect();
+    let rss: Vec<f64> = runs.iter().map(|r| r.idle.rss_mib).collect();
+    report.rows.push(
+        Row::new(
+            "-",
+            "coder server start → /healthz, existing embedded cluster",
+            "s",
+            &ready,
+        )
+        .note("issue 2; includes starting PostgreSQL"),
+    );
+    report.rows.push(
+        Row::new(
+            "-",
+            "coder server idle RSS, embedded cluster, defaults",
+            "MiB",
+            &rss,
+        )
+        .note("3 built-in daemons; PostgreSQL's own processes not included"),
+    );
+    report.counts.insert("startup_runs".into(), runs.len());
+    report.rows.push(
+        Row::new(
+            "P7",
+            "terraform build overhead beyond terraform's own time",
+            "ms",
+            &[],
+        )
+        .note("not measured yet: needs the terraform engine"),
+    );
+    report.rows.push(
+        Row::new(
+            "P8",
+            "2,000 simulated agents: CPU, memory, agent API p95",
+            "",
+            &[],
+        )
+        .note("not measured yet: needs the agent API"),
+    );
+    progress.step("done");
+    Ok(report)
+}
+
+/// A percentile's label and how to read it.
+type Pick = (&'static str, fn(&Percentiles) -> f64);
+
+fn percentile_rows(report: &mut Report, id: &str, what: &str, runs: &[Percentiles], pick: &[Pick]) {
+    for (label, f) in pick {
+        let values: Vec<f64> = runs.iter().map(f).collect();
+        report
+            .rows
+            .push(Row::new(id, &format!("{what} {label}"), "ms", &values));
+    }
+}
+
+async fn control_plane(
+    config: &Config,
+    cluster: &Cluster,
+    work: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let sizes = &config.sizes;
+    let warmups = usize::from(sizes.warmup);
+    progress.step("starting coder server and the provisioner daemons");
+    let mut deploy = Deployment::start(
+        &config.coder_bin,
+        cluster,
+        &work.join("server"),
+        sizes.timeout,
+    )
+    .await?;
+    report.conditions.with_database(&deploy.pool).await?;
+    deploy
+        .start_daemons(&config.coder_bin, sizes.daemons)
+        .await?;
+    let (_, build_tpl) = deploy
+        .template("bench-echo", &build_template()?, &[], true)
+        .await?;
+    let build_tpl = build_tpl.context("the build template was not created")?;
+    let (_, bare_tpl) = deploy
+        .template("bench-bare", &EchoTemplate::default(), &[], true)
+        .await?;
+    let bare_tpl = bare_tpl.context("the bare template was not created")?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = deploy.server.memory()?;
+
+    progress.step(&format!(
+        "creating {} workspaces through the API",
+        sizes.build_workspaces
+    ));
+    let created = deploy
+        .workspaces(build_tpl.id, "w", sizes.build_workspaces)
+        .await?;
+    let mut cycling: Vec<Cycling> = created
+        .iter()
+        .map(|w| Cycling {
+            id: w.id,
+            last_job: w.latest_build.job.id,
+            running: true,
+        })
+        .collect();
+    let bare_ws = deploy.workspaces(bare_tpl.id, "bare-source", 1).await?;
+    let bare_source = Source::of(&deploy.pool, bare_ws[0].id).await?;
+
+    // P1
+    progress.step("P1 pickup latency");
+    let mut pickups = Vec::new();
+    let mut claims = Vec::new();
+    for run in 0..warmups + sizes.runs {
+        let jobs = if run < warmups {
+            (sizes.pickup_jobs / 5).max(5)
+        } else {
+            sizes.pickup_jobs
+        };
+        let measured = pickup::run(&deploy, &mut cycling, jobs, sizes.pickup_rate).await?;
+        if run >= warmups {
+            *report.counts.entry("p1_jobs".into()).or_default() += measured.pickup.len();
+            pickups.push(Percentiles::of(&measured.pickup).context("P1 measured no job")?);
+            claims.push(Percentiles::of(&measured.claim).context("P1 measured no job")?);
+        }
+    }
+
+    // P2
+    progress.step("P2 echo builds, closed loop");
+    if sizes.warmup {
+        builds::run(&deploy, &mut cycling, Duration::from_secs(3)).await?;
+    }
+    let mut p2 = Vec::new();
+    let mut p2_latency = Vec::new();
+    for _ in 0..sizes.runs {
+        let run = builds::run(&deploy, &mut cycling, sizes.build_window).await?;
+        *report.counts.entry("p2_builds".into()).or_default() += run.completed;
+        p2.push(run.per_second);
+        p2_latency.push(Percentiles::of(&run.latencies).context("P2 completed no build")?);
+    }
+
+    // P6, after real builds only.
+    let builds_done: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM provisioner_jobs WHERE type = 'workspace_build' AND completed_at IS NOT NULL",
+    )
+    .fetch_one(&deploy.pool)
+    .await?;
+    let after_builds = deploy.server.memory()?;
+
+    // P3
+    progress.step(&format!(
+        "P3 builds with {} pending jobs no daemon matches",
+        sizes.poison_jobs
+    ));
+    let (poison_source, _) = deploy
+        .template(
+            "bench-poison",
+            &EchoTemplate::default(),
+            &[("coder-bench", "no-daemon-has-this-tag")],
+            false,
+        )
+        .await?;
+    seed::poison(
+        &deploy.pool,
+        poison_source,
+        sizes.poison_jobs.saturating_sub(1),
+    )
+    .await?;
+    if sizes.warmup {
+        builds::run(&deploy, &mut cycling, Duration::from_secs(2)).await?;
+    }
+    let mut p3 = Vec::new();
+    for _ in 0..sizes.runs {
+        let run = builds::run(&deploy, &mut cycling, sizes.build_window).await?;
+        *report.counts.entry("p3_builds".into()).or_default() += run.completed;
+        p3.push(run.per_second);
+    }
+    let removed = seed::remove_poison(&deploy.pool, poison_source).await?;
+    report
+        .counts
+        .insert("p3_poison_removed".into(), removed as usize);
+    deploy.quiesce().await?;
+
+    // P4
+    // A started workspace (resource, agent, app), as most listed workspaces are.
+    let running = cycling.iter().find(|w| w.running).unwrap_or(&cycling[0]);
+    let source = Source::of(&deploy.pool, running.id).await?;
+    let have = seed::workspace_count(&deploy.pool).await? as usize;
+    seed::workspaces(
+        &deploy.pool,
+        source,
+        sizes.api_workspaces.saturating_sub(have),
+        "api-",
+        Jobs::Completed,
+    )
+    .await?;
+    let ids: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM workspaces WHERE NOT deleted")
+        .fetch_all(&deploy.pool)
+        .await?;
+    report.counts.insert("p4_workspaces".into(), ids.len());
+    progress.step(&format!(
+        "P4 API reads at {} req/s over {} workspaces",
+        sizes.api_rate,
+        ids.len()
+    ));
+    if sizes.warmup {
+        api::run(
+            &deploy,
+            &ids,
+            build_tpl.id,
+            sizes.api_rate,
+            Duration::from_secs(1),
+        )
+        .await?;
+    }
+    let mut p4 = Vec::new();
+    let mut p4_kinds: Vec<Vec<Percentiles>> = vec![Vec::new(); api::Kind::ALL.len()];
+    let mut p4_errors = 0;
+    let mut p4_offered = Vec::new();
+    for _ in 0..sizes.runs {
+        let run = api::run(
+            &deploy,
+            &ids,
+            build_tpl.id,
+            sizes.api_rate,
+            sizes.api_duration,
+        )
+        .await?;
+        p4_errors += run.errors;
+        if let Some(e) = run.first_error {
+            report
+                .notes
+                .push(format!("P4: {} failed requests, first: {e}", run.errors));
+        }
+        *report.counts.entry("p4_requests".into()).or_default() += run.samples.len() + run.errors;
+        p4_offered.push(run.offered);
+        let all: Vec<Duration> = run.samples.iter().map(|(_, d)| *d).collect();
+        p4.push(Percentiles::of(&all).context("P4 measured no request")?);
+        for (k, kind) in api::Kind::ALL.iter().enumerate() {
+            let of_kind: Vec<Duration> = run
+                .samples
+                .iter()
+                .filter(|(sk, _)| sk == kind)
+                .map(|(_, d)| *d)
+                .collect();
+            if let Some(p) = Percentiles::of(&of_kind) {
+                p4_kinds[k].push(p);
+            }
+        }
+    }
+    report.counts.insert("p4_errors".into(), p4_errors);
+
+    // P5
+    let have = seed::workspace_count(&deploy.pool).await? as usize;
+    seed::workspaces(
+        &deploy.pool,
+        source,
+        sizes.list_workspaces.saturating_sub(have),
+        "list-",
+        Jobs::Completed,
+    )
+    .await?;
+    let total = seed::workspace_count(&deploy.pool).await? as usize;
+    progress.step(&format!("P5 listing all {total} workspaces"));
+    let mut p5 = Vec::new();
+    let mut p5_bytes = 0;
+    for run in 0..warmups + sizes.runs {
+        let listed = list::run(&deploy, total).await?;
+        if run >= warmups {
+            p5.push(listed.elapsed.as_secs_f64());
+            p5_bytes = listed.bytes;
+            report.counts.insert("p5_listed".into(), total);
+        }
+    }
+
+    // P2b and the baselines.
+    progress.step("P2b bare jobs through the daemons");
+    if sizes.warmup {
+        bare::run(&deploy, bare_source, (sizes.bare_jobs / 5).max(10), "bw-").await?;
+    }
+    let mut p2b = Vec::new();
+    for r in 0..sizes.runs {
+        let run = bare::run(&deploy, bare_source, sizes.bare_jobs, &format!("b{r}-")).await?;
+        *report.counts.entry("p2b_jobs".into()).or_default() += run.jobs;
+        p2b.push(run.per_second);
+    }
+    progress.step("baseline: the SQL ceiling (acquire + complete, same concurrency)");
+    let bare_result = ceiling::BareResult::of(&deploy.pool, bare_source).await?;
+    let mut sql = Vec::new();
+    for r in 0..warmups + sizes.runs {
+        let run = ceiling::run(
+            &deploy,
+            bare_source,
+            &bare_result,
+            sizes.bare_jobs,
+            sizes.daemons,
+            &format!("c{r}-"),
+        )
+        .await?;
+        if r >= warmups {
+            *report.counts.entry("ceiling_jobs".into()).or_default() += run.jobs;
+            sql.push(run.per_second);
+        }
+    }
+    progress.step("baseline: graphile-worker (npm install, then latency and drain)");
+    let graphile = if !config.graphile {
+        Err("disabled (--no-graphile)".to_string())
+    } else {
+        graphile::run(
+            &graphile::Plan {
+                version: config.graphile_version.clone(),
+                concurrency: sizes.daemons,
+                rate: sizes.pickup_rate,
+                latency_jobs: sizes.pickup_jobs,
+                drain_jobs: sizes.bare_jobs,
+                runs: sizes.runs,
+                warmup: sizes.warmup,
+                timeout: sizes.timeout,
+            },
+            cluster,
+            &work.join("graphile"),
+        )
+        .await
+    };
+    let end = deploy.server.memory()?;
+    deploy.stop().await?;
+
+    // Rows.
+    let gw_latency: Result<Vec<Percentiles>, String> = graphile
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|g: &GraphileResults| {
+            g.latency_ms
+                .iter()
+                .map(|run| {
+                    let samples: Vec<Duration> = run
+                        .iter()
+                        .map(|m| Duration::from_secs_f64(m.max(0.0) / 1e3))
+                        .collect();
+                    Percentiles::of(&samples).ok_or_else(|| "a latency run had no jobs".to_string())
+                })
+                .collect()
+        });
+    let gw = |f: fn(&Percentiles) -> f64| -> Result<Vec<f64>, String> {
+        gw_latency
+            .as_ref()
+            .map(|runs| runs.iter().map(f).collect())
+            .map_err(Clone::clone)
+    };
+    if let Ok(g) = &graphile {
+        report.counts.insert(
+            "graphile_latency_jobs".into(),
+            g.latency_ms.iter().map(Vec::len).sum(),
+        );
+        report
+            .counts
+            .insert("graphile_drain_runs".into(), g.drain_jobs_per_s.len());
+        report.notes.push(format!(
+            "graphile-worker {} in its default (unbatched) mode, concurrency {}, same database; \
+             its latency is add() call → task start inside one Node process",
+            g.version, sizes.daemons
+        ));
+    }
+    let gw_name = "graphile-worker add→start";
+    let p1 = |f: fn(&Percentiles) -> f64| -> Vec<f64> { pickups.iter().map(f).collect() };
+    let note = format!(
+        "{} jobs/run at {}/s, {} daemons",
+        sizes.pickup_jobs, sizes.pickup_rate, sizes.daemons
+    );
+    report.rows.push(
+        Row::new(
+            "P1",
+            "pickup p50 (created → daemon starts it)",
+            "ms",
+            &p1(|p| p.p50),
+        )
+        .baseline(
+            &format!("{gw_name} p50"),
+            gw(|p| p.p50).as_deref().map_err(String::as_str),
+        )
+        .goal(
+            "≤ 3 ms and ≤ 1.0× graphile-worker",
+            Check::max(3.0).and_ratio_max(1.0),
+        )
+        .note(note),
+    );
+    report
+        .rows
+        .push(Row::new("P1", "pickup p90", "ms", &p1(|p| p.p90)).baseline(
+            &format!("{gw_name} p90"),
+            gw(|p| p.p90).as_deref().map_err(String::as_str),
+        ));
+    report.rows.push(
+        Row::new("P1", "pickup p99", "ms", &p1(|p| p.p99))
+            .baseline(
+                &format!("{gw_name} p99"),
+                gw(|p| p.p99).as_deref().map_err(String::as_str),
+            )
+            .goal(
+                "≤ 10 ms and ≤ 1.0× graphile-worker",
+                Check::max(10.0).and_ratio_max(1.0),
+            ),
+    );
+    report
+        .rows
+        .push(Row::new("P1", "pickup max", "ms", &p1(|p| p.max)).baseline(
+            &format!("{gw_name} max"),
+            gw(|p| p.max).as_deref().map_err(String::as_str),
+        ));
+    percentile_rows(
+        report,
+        "P1",
+        "claim (created → acquire statement)",
+        &claims,
+        &[("p50", |p| p.p50), ("p99", |p| p.p99)],
+    );
+    report.rows.push(
+        Row::new(
+            "P2",
+            &format!("echo builds end to end, {} daemons", sizes.daemons),
+            "builds/s",
+            &p2,
+        )
+        .goal("≥ 500 builds/s", Check::min(500.0))
+        .note(format!(
+            "{} s × {} runs, {} workspaces cycling start/stop",
+            sizes.build_window.as_secs_f64(),
+            sizes.runs,
+            sizes.build_workspaces
+        )),
+    );
+    percentile_rows(
+        report,
+        "P2",
+        "build latency (API create → completion committed)",
+        &p2_latency,
+        &[("p50", |p| p.p50), ("p99", |p| p.p99)],
+    );
+    report.rows.push(
+        Row::new("P3", "echo builds with poisoned queue", "builds/s", &p3)
+            .baseline("P2 (same run)", Ok(&p2))
+            .goal("≥ 0.5× P2 (falls ≤ 2×)", Check::ratio_min(0.5))
+            .note(format!(
+                "{} pending jobs no daemon matches",
+                sizes.poison_jobs
+            )),
+    );
+    let gw_drain: Result<&[f64], &str> = graphile
+        .as_ref()
+        .map(|g| g.drain_jobs_per_s.as_slice())
+        .map_err(String::as_str);
+    report.rows.push(
+        Row::new(
+            "P2b",
+            &format!("bare jobs drained through {} daemons", sizes.daemons),
+            "jobs/s",
+            &p2b,
+        )
+        .baseline("graphile-worker drain", gw_drain)
+        .goal("≥ 1.0× graphile-worker", Check::ratio_min(1.0))
+        .note(format!("{} queued jobs per run", sizes.bare_jobs)),
+    );
+    report.rows.push(
+        Row::new("P2b", "bare jobs vs the raw SQL ceiling", "jobs/s", &p2b)
+            .baseline("Store::acquire_job + complete_job", Ok(&sql))
+            .note(format!(
+                "same jobs, {} concurrent SQL workers",
+                sizes.daemons
+            )),
+    );
+    report.rows.push(
+        Row::new(
+            "P4",
+            "API reads p50",
+            "ms",
+            &p4.iter().map(|p| p.p50).collect::<Vec<_>>(),
+        )
+        .note(format!(
+            "{} req/s open loop, {} workspaces",
+            sizes.api_rate, sizes.api_workspaces
+        )),
+    );
+    report.rows.push(
+        Row::new(
+            "P4",
+            "API reads p95",
+            "ms",
+            &p4.iter().map(|p| p.p95).collect::<Vec<_>>(),
+        )
+        .goal("≤ 30 ms", Check::max(30.0)),
+    );
+    report.rows.push(Row::new(
+        "P4",
+        "API reads p99",
+        "ms",
+        &p4.iter().map(|p| p.p99).collect::<Vec<_>>(),
+    ));
+    for (k, kind) in api::Kind::ALL.iter().enumerate() {
+        report.rows.push(Row::new(
+            "P4",
+            &format!("{} p95", kind.label()),
+            "ms",
+            &p4_kinds[k].iter().map(|p| p.p95).collect::<Vec<_>>(),
+        ));
+    }
+    report.rows.push(
+        Row::new("P4", "failed requests", "", &[p4_errors as f64]).goal("none", Check::max(0.0)),
+    );
+    report.rows.push(Row::new(
+        "P4",
+        "offered rate (schedule fidelity)",
+        "req/s",
+        &p4_offered,
+    ));
+    report.rows.push(
+        Row::new("P5", &format!("list all {total} workspaces"), "s", &p5)
+            .goal("≤ 1 s", Check::max(1.0))
+            .note(format!("{:.1} MiB of JSON", p5_bytes as f64 / 1048576.0)),
+    );
+    report.rows.push(
+        Row::new("P6", "coderd RSS idle", "MiB", &[idle.rss_mib])
+            .goal("≤ 30 MB", Check::max(30.0 * 1e6 / 1048576.0))
+            .note(format!(
+                "server up, {} daemons connected, templates imported",
+                sizes.daemons
+            )),
+    );
+    report.rows.push(
+        Row::new(
+            "P6",
+            &format!("coderd RSS after {builds_done} builds"),
+            "MiB",
+            &[after_builds.rss_mib],
+        )
+        .baseline("idle RSS", Ok(&[idle.rss_mib]))
+        .goal("≤ 2× idle", Check::ratio_max(2.0)),
+    );
+    report.rows.push(
+        Row::new(
+            "P6",
+            "coderd peak RSS (VmHWM) after those builds",
+            "MiB",
+            &[after_builds.hwm_mib],
+        )
+        .baseline("idle RSS", Ok(&[idle.rss_mib])),
+    );
+    report.rows.push(
+        Row::new(
+            "-",
+            "coderd RSS / peak at the end (after P4/P5 listings)",
+            "MiB",
+            &[end.rss_mib],
+        )
+        .note(format!("peak {:.1} MiB", end.hwm_mib)),
+    );
+    report
+        .counts
+        .insert("p6_builds".into(), builds_done as usize);
+    Ok(())
+}

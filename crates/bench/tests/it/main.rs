@@ -1,0 +1,187 @@
+//! The honesty test: a tiny run of the whole suite against the real `coder` binary. It asserts
+//! that everything ran and that the figures are sane (what was asked for was measured,
+//! percentiles are ordered, rates and memory are positive, baselines are there or say why
+//! not) — never how fast anything is.
+//!
+//! It needs the `coder` binary of the same build: `target/<profile>/coder`, which
+//! `cargo test --workspace` / `cargo nextest run --workspace` build because the `cli` package
+//! has integration tests; alone, run `cargo build -p cli --bin coder` first. Or point
+//! `CODER_BENCH_CODER_BIN` at one.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, ensure};
+use bench::report::Row;
+use bench::{Config, Report, Sizes, Verdict};
+
+fn coder_bin() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("CODER_BENCH_CODER_BIN") {
+        return Ok(path.into());
+    }
+    // This test runs as target/<profile>/deps/it-<hash>.
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .context("unexpected test executable location")?;
+    Ok(profile_dir.join("coder"))
+}
+
+fn row<'a>(report: &'a Report, id: &str, metric: &str) -> anyhow::Result<&'a Row> {
+    report
+        .rows
+        .iter()
+        .find(|r| r.id == id && r.metric.starts_with(metric))
+        .with_context(|| format!("no row {id} {metric:?}"))
+}
+
+fn median(report: &Report, id: &str, metric: &str) -> anyhow::Result<f64> {
+    Ok(row(report, id, metric)?
+        .ours
+        .with_context(|| format!("row {id} {metric:?} has no figure"))?
+        .median)
+}
+
+fn count(report: &Report, key: &str) -> anyhow::Result<usize> {
+    report
+        .counts
+        .get(key)
+        .copied()
+        .with_context(|| format!("no count {key:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tiny_run_completes_with_sane_figures() -> anyhow::Result<()> {
+    let bin = coder_bin()?;
+    ensure!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p cli --bin coder` (a workspace-wide \
+         `cargo test`/`nextest` run builds it), or set CODER_BENCH_CODER_BIN",
+        bin.display()
+    );
+    let sizes = Sizes::tiny();
+    let report = bench::run(&Config::new("tiny", sizes.clone(), bin)).await?;
+    println!("{}", report.table());
+
+    // Everything that was asked for was measured.
+    let runs = sizes.runs;
+    assert_eq!(count(&report, "p1_jobs")?, runs * sizes.pickup_jobs);
+    assert!(count(&report, "p2_builds")? > 0);
+    assert!(count(&report, "p3_builds")? > 0);
+    assert_eq!(count(&report, "p3_poison_removed")?, sizes.poison_jobs - 1);
+    assert_eq!(count(&report, "p2b_jobs")?, runs * sizes.bare_jobs);
+    assert_eq!(count(&report, "ceiling_jobs")?, runs * sizes.bare_jobs);
+    assert_eq!(count(&report, "p4_workspaces")?, sizes.api_workspaces);
+    let per_run = (sizes.api_rate * sizes.api_duration.as_secs_f64()).round() as usize;
+    assert_eq!(count(&report, "p4_requests")?, runs * per_run);
+    assert_eq!(count(&report, "p4_errors")?, 0);
+    assert_eq!(count(&report, "p5_listed")?, sizes.list_workspaces);
+    assert!(count(&report, "p6_builds")? >= count(&report, "p2_builds")?);
+    assert_eq!(count(&report, "startup_runs")?, sizes.startup_runs);
+
+    // Percentiles are ordered.
+    let (p50, p90, p99, max) = (
+        median(&report, "P1", "pickup p50")?,
+        median(&report, "P1", "pickup p90")?,
+        median(&report, "P1", "pickup p99")?,
+        median(&report, "P1", "pickup max")?,
+    );
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
+        "{p50} {p90} {p99} {max}"
+    );
+    let claim = median(&report, "P1", "claim (created → acquire statement) p50")?;
+    assert!(
+        claim <= p50,
+        "the claim is part of the pickup: {claim} > {p50}"
+    );
+    let (a50, a95, a99) = (
+        median(&report, "P4", "API reads p50")?,
+        median(&report, "P4", "API reads p95")?,
+        median(&report, "P4", "API reads p99")?,
+    );
+    assert!(0.0 < a50 && a50 <= a95 && a95 <= a99, "{a50} {a95} {a99}");
+
+    // Rates, times and memory are positive.
+    for (id, metric) in [
+        ("P2", "echo builds end to end"),
+        ("P3", "echo builds with poisoned queue"),
+        ("P2b", "bare jobs drained"),
+        ("P5", "list all"),
+        ("P6", "coderd RSS idle"),
+        ("P6", "coderd RSS after"),
+        ("-", "coder server start"),
+        ("-", "coder server idle RSS"),
+    ] {
+        assert!(median(&report, id, metric)? > 0.0, "{id} {metric}");
+    }
+    assert!(
+        median(&report, "P6", "coderd peak RSS")? >= median(&report, "P6", "coderd RSS after")?
+    );
+
+    // Baselines are there, or say why not.
+    let ceiling = row(&report, "P2b", "bare jobs vs the raw SQL ceiling")?;
+    assert!(
+        ceiling
+            .baseline
+            .as_ref()
+            .and_then(|b| b.value)
+            .is_some_and(|v| v.median > 0.0)
+    );
+    assert!(ceiling.ratio.is_some_and(|r| r > 0.0));
+    for (id, metric) in [("P1", "pickup p50"), ("P2b", "bare jobs drained")] {
+        let baseline = row(&report, id, metric)?
+            .baseline
+            .as_ref()
+            .context("graphile-worker baseline missing")?;
+        match (&baseline.value, &baseline.skipped) {
+            (Some(v), _) => assert!(v.median > 0.0),
+            (None, Some(reason)) => {
+                assert!(!reason.is_empty());
+                // With node present, only an unreachable registry may excuse it.
+                let node = std::process::Command::new("node").arg("--version").output();
+                if node.is_ok_and(|o| o.status.success()) {
+                    assert!(
+                        reason.contains("npm install"),
+                        "graphile-worker failed: {reason}"
+                    );
+                }
+            }
+            (None, None) => panic!("baseline without figure or reason"),
+        }
+    }
+
+    // Every goal got a verdict; P7 and P8 are explicitly not measured.
+    for r in &report.rows {
+        if r.check.is_some() {
+            assert_ne!(r.verdict, Verdict::Info, "{} {}", r.id, r.metric);
+        }
+    }
+    for id in ["P7", "P8"] {
+        let r = report
+            .rows
+            .iter()
+            .find(|r| r.id == id)
+            .context("P7/P8 row")?;
+        assert!(r.ours.is_none() && !r.note.is_empty());
+    }
+
+    // The outputs are written, and the docs keep what humans wrote.
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("bench.json");
+    report.write_json(&json)?;
+    let parsed: serde_json::Value = serde_json::from_slice(&std::fs::read(&json)?)?;
+    assert!(
+        parsed["rows"]
+            .as_array()
+            .is_some_and(|rows| rows.len() == report.rows.len())
+    );
+    let docs = dir.path().join("benchmarks.md");
+    std::fs::write(&docs, "# Benchmarks\n\nWritten by a person.\n")?;
+    report.write_docs(&docs)?;
+    report.write_docs(&docs)?;
+    let text = std::fs::read_to_string(&docs)?;
+    assert!(text.contains("Written by a person.") && text.contains("| P2 |"));
+    assert_eq!(text.matches(bench::report::BEGIN_MARKER).count(), 1);
+    Ok(())
+}
