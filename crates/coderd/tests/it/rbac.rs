@@ -19,12 +19,25 @@ const ROLES: [&str; 6] = [
     "org-admin",
 ];
 
+/// What a row needs before its request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// Just the victim user (always created).
+    Victim,
+    /// A fresh running workspace of the owner: `{ws}`, `{build}`, `{agent}`.
+    Workspace,
+    /// A file the caller uploaded: `{file}`.
+    CallerFile,
+}
+
 struct Row {
     method: Method,
-    /// `{victim}` becomes the victim's username.
+    /// `{victim}` becomes the victim's username; see [`Setup`] for the others, and `{template}`
+    /// is the shared template's id.
     path: &'static str,
     body: Option<Value>,
     expect: [u16; 6],
+    setup: Setup,
 }
 
 fn row(method: Method, path: &'static str, body: Option<Value>, expect: [u16; 6]) -> Row {
@@ -33,7 +46,12 @@ fn row(method: Method, path: &'static str, body: Option<Value>, expect: [u16; 6]
         path,
         body,
         expect,
+        setup: Setup::Victim,
     }
+}
+
+fn with(setup: Setup, r: Row) -> Row {
+    Row { setup, ..r }
 }
 
 fn rows() -> Vec<Row> {
@@ -150,26 +168,180 @@ fn rows() -> Vec<Row> {
             None,
             [204, 204, 403, 403, 403, 204],
         ),
+        // Files, templates, versions.
+        with(
+            Setup::CallerFile,
+            row(M::GET, "/api/v2/files/{file}", None, [200; 6]),
+        ),
+        row(M::GET, "/api/v2/templates", None, [200; 6]),
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/templates",
+            None,
+            [200; 6],
+        ),
+        row(M::GET, "/api/v2/templates/{template}", None, [200; 6]),
+        row(
+            M::GET,
+            "/api/v2/templates/{template}/versions",
+            None,
+            [200; 6],
+        ),
+        row(
+            M::PATCH,
+            "/api/v2/templates/{template}",
+            Some(json!({"description": "changed"})),
+            [200, 403, 200, 403, 403, 200],
+        ),
+        with(
+            Setup::CallerFile,
+            row(
+                M::POST,
+                "/api/v2/organizations/coder/templateversions",
+                Some(json!({"file_id": "{file}", "provisioner": "echo", "storage_method": "file"})),
+                [201, 403, 201, 403, 403, 201],
+            ),
+        ),
+        // Workspaces and builds (a fresh workspace of the owner per request).
+        row(M::GET, "/api/v2/workspaces", None, [200; 6]),
+        row(
+            M::POST,
+            "/api/v2/users/me/workspaces",
+            Some(json!({"template_id": "{template}", "name": "{victim}"})),
+            [201; 6],
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspacebuilds/{build}",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspacebuilds/{build}/logs",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspacebuilds/{build}/state",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::POST,
+                "/api/v2/workspaces/{ws}/builds",
+                Some(json!({"transition": "stop"})),
+                [201, 404, 403, 404, 404, 201],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaceagents/{agent}",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        // Provisioners.
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/provisionerdaemons",
+            None,
+            [200; 6],
+        ),
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/provisionerjobs",
+            None,
+            [200, 403, 200, 403, 403, 200],
+        ),
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/provisionerkeys",
+            None,
+            [200, 403, 403, 403, 403, 200],
+        ),
+        row(
+            M::POST,
+            "/api/v2/organizations/coder/provisionerkeys",
+            Some(json!({"name": "{victim}"})),
+            [201, 403, 403, 403, 403, 201],
+        ),
     ]
 }
 
-fn fill(value: &Value, victim: &str) -> Value {
+/// A template whose workspaces have one agent, imported by the built-in daemon.
+fn agent_template() -> provisionerd::engines::echo::EchoTemplate {
+    use codersdk::proto::{Agent, AgentAuth, Resource};
+    provisionerd::engines::echo::EchoTemplate {
+        start: Some(provisionerd::engines::echo::BuildStage {
+            resources: vec![Resource {
+                name: "dev".into(),
+                kind: "null_resource".into(),
+                agents: vec![Agent {
+                    name: "main".into(),
+                    operating_system: "linux".into(),
+                    architecture: "amd64".into(),
+                    auth: AgentAuth::Token(uuid::Uuid::new_v4().to_string()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Placeholder values for one request.
+type Vars = Vec<(&'static str, String)>;
+
+fn subst(s: &str, vars: &Vars) -> String {
+    vars.iter().fold(s.to_string(), |s, (k, v)| s.replace(k, v))
+}
+
+fn fill(value: &Value, vars: &Vars) -> Value {
     match value {
-        Value::String(s) => Value::String(s.replace("{victim}", victim)),
+        Value::String(s) => Value::String(subst(s, vars)),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), fill(v, victim)))
+                .map(|(k, v)| (k.clone(), fill(v, vars)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, victim)).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, vars)).collect()),
         other => other.clone(),
     }
 }
 
 #[tokio::test]
 async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
-    let app = TestApp::new().await?;
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
     let (owner, _) = app.owner().await?;
+    let template = app
+        .echo_template(&owner, "shared", &agent_template(), &[])
+        .await?;
     owner
         .create_organization(&CreateOrganizationRequest {
             name: "other".into(),
@@ -202,10 +374,40 @@ async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
                     ..Default::default()
                 })
                 .await?;
-            let path = row.path.replace("{victim}", &victim);
+            let mut vars: Vars = vec![
+                ("{victim}", victim.clone()),
+                ("{template}", template.id.to_string()),
+            ];
+            match row.setup {
+                Setup::Victim => {}
+                Setup::Workspace => {
+                    let ws = owner
+                        .create_workspace(
+                            "me",
+                            &codersdk::workspaces::CreateWorkspaceRequest {
+                                template_id: Some(template.id),
+                                name: victim.clone(),
+                                ..Default::default()
+                            },
+                        )
+                        .await?;
+                    let build = testutil::wait_build(&owner, ws.latest_build.id).await?;
+                    vars.push(("{ws}", ws.id.to_string()));
+                    vars.push(("{build}", build.id.to_string()));
+                    vars.push(("{agent}", build.resources[0].agents[0].id.to_string()));
+                }
+                Setup::CallerFile => {
+                    let tar = provisionerd::engines::echo::archive_with_files(
+                        &Default::default(),
+                        &[("victim.txt", victim.as_bytes())],
+                    );
+                    vars.push(("{file}", caller.upload_tar(tar).await?.hash.to_string()));
+                }
+            }
+            let path = subst(row.path, &vars);
             let mut req = caller.request(row.method.clone(), &path)?;
             if let Some(body) = &row.body {
-                req = req.json(&fill(body, &victim));
+                req = req.json(&fill(body, &vars));
             }
             let got = req.send().await?.status().as_u16();
             if got != row.expect[i] {
