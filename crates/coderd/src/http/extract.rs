@@ -190,7 +190,7 @@ impl FromRequestParts<AppState> for Auth {
 /// role changes apply at once.
 pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
     let (id, secret) = crate::auth::split_token(token).ok_or_else(invalid_token)?;
-    let (key, mut user) = match state.store.api_key_with_user(id).await {
+    let (key, mut user, memberships) = match state.store.api_key_with_user(id).await {
         Ok(found) => found,
         Err(store::Error::NotFound) => return Err(invalid_token()),
         Err(e) => return Err(e.into()),
@@ -219,14 +219,10 @@ pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
         _ => {}
     }
     refresh_key_if_due(state, &key, now);
-    let memberships = state.store.memberships_of_user(user.id).await?;
     let subject = Subject {
         user_id: user.id,
         site_roles: user.rbac_roles.clone(),
-        orgs: memberships
-            .into_iter()
-            .map(|m| (m.organization_id, m.roles))
-            .collect(),
+        orgs: memberships.into_iter().collect(),
     };
     Ok(Auth { key, user, subject })
 }

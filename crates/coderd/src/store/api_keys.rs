@@ -56,8 +56,12 @@ impl Store {
         .await
     }
 
-    /// The key and its user in one round trip: this runs on every authenticated request.
-    pub async fn api_key_with_user(&self, id: &str) -> Result<(ApiKeyRow, UserRow)> {
+    /// The key, its user and the user's memberships (organization, roles) in one round trip:
+    /// this runs on every authenticated request.
+    pub async fn api_key_with_user(
+        &self,
+        id: &str,
+    ) -> Result<(ApiKeyRow, UserRow, Vec<(Uuid, Vec<String>)>)> {
         timed("api_key_with_user", async {
             let r = sqlx::query!(
                 r#"SELECT k.id, k.hashed_secret, k.user_id, k.login_type AS key_login_type,
@@ -65,7 +69,11 @@ impl Store {
                           k.created_at AS key_created_at, k.updated_at AS key_updated_at,
                           u.email, u.username, u.name, u.hashed_password, u.status, u.rbac_roles,
                           u.login_type, u.avatar_url, u.created_at, u.updated_at, u.last_seen_at,
-                          u.deleted
+                          u.deleted,
+                          COALESCE((SELECT array_agg(m.organization_id ORDER BY m.organization_id)
+                                    FROM organization_members m WHERE m.user_id = u.id), '{}') AS "member_orgs!",
+                          COALESCE((SELECT array_agg(array_to_string(m.roles, ',') ORDER BY m.organization_id)
+                                    FROM organization_members m WHERE m.user_id = u.id), '{}') AS "member_roles!"
                    FROM api_keys k JOIN users u ON u.id = k.user_id
                    WHERE k.id = $1"#,
                 id
@@ -85,6 +93,15 @@ impl Store {
                 created_at: r.key_created_at,
                 updated_at: r.key_updated_at,
             };
+            let memberships = r
+                .member_orgs
+                .into_iter()
+                .zip(r.member_roles)
+                .map(|(org, roles)| {
+                    let roles = roles.split(',').filter(|r| !r.is_empty()).map(str::to_string).collect();
+                    (org, roles)
+                })
+                .collect();
             let user = UserRow {
                 id: r.user_id,
                 email: r.email,
@@ -100,7 +117,7 @@ impl Store {
                 last_seen_at: r.last_seen_at,
                 deleted: r.deleted,
             };
-            Ok((key, user))
+            Ok((key, user, memberships))
         })
         .await
     }
