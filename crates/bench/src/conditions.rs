@@ -1,9 +1,9 @@
 //! The conditions a run was measured under: machine, PostgreSQL and its durability, build,
 //! commit and date. Absolute figures mean little without them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Conditions {
     pub date: String,
     pub commit: String,

@@ -61,11 +61,11 @@ impl Sizes {
     pub fn quick() -> Self {
         Self {
             runs: 2,
-            pickup_jobs: 60,
-            build_window: Duration::from_secs(5),
-            bare_jobs: 1_000,
-            api_duration: Duration::from_secs(5),
-            startup_runs: 3,
+            pickup_jobs: 50,
+            build_window: Duration::from_secs(4),
+            bare_jobs: 400,
+            api_duration: Duration::from_secs(3),
+            startup_runs: 2,
             ..Self::full()
         }
     }

@@ -32,6 +32,9 @@ struct Args {
     /// Skip the graphile-worker baseline (its rows say so).
     #[arg(long)]
     no_graphile: bool,
+    /// Measure nothing: render a report saved with --json (table, and docs with --write-docs).
+    #[arg(long, value_name = "PATH")]
+    render: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -54,7 +57,10 @@ async fn main() -> anyhow::Result<()> {
     let mut config = Config::new(profile, sizes, coder_bin);
     config.work_dir = args.work_dir;
     config.graphile = !args.no_graphile;
-    let report = bench::run(&config).await?;
+    let report = match &args.render {
+        Some(path) => bench::Report::read_json(path)?,
+        None => bench::run(&config).await?,
+    };
     println!("{}", report.table());
     if let Some(path) = &args.json {
         report.write_json(path)?;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::conditions::Conditions;
 use crate::stats::Summary;
@@ -12,7 +12,7 @@ use crate::stats::Summary;
 pub const BEGIN_MARKER: &str = "<!-- coder-bench:begin (written by coder-bench --write-docs) -->";
 pub const END_MARKER: &str = "<!-- coder-bench:end -->";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -24,7 +24,7 @@ pub enum Verdict {
 }
 
 /// Bounds a row must meet: on our median, and on our median over the baseline's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub max: Option<f64>,
     pub min: Option<f64>,
@@ -69,7 +69,7 @@ impl Check {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
     pub name: String,
     /// `None` when the baseline was skipped; `skipped` says why.
@@ -78,7 +78,7 @@ pub struct Baseline {
     pub skipped: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The goal it belongs to (`P1`…), or `-` for context rows.
     pub id: String,
@@ -92,7 +92,7 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check: Option<Check>,
     pub verdict: Verdict,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
 }
 
@@ -189,7 +189,7 @@ impl Row {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub conditions: Conditions,
     pub rows: Vec<Row>,
@@ -305,6 +305,12 @@ impl Report {
             out += &format!("\nNotes from this run:\n\n{}", self.notes_text());
         }
         out
+    }
+
+    /// A report written by `write_json`, to render again.
+    pub fn read_json(path: &Path) -> anyhow::Result<Self> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency percentiles of one run, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -40,7 +40,7 @@ impl Percentiles {
 }
 
 /// One figure over several runs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub median: f64,
     pub min: f64,
