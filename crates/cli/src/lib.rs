@@ -122,6 +122,8 @@ pub enum Command {
     /// Run provisioner daemons.
     #[command(subcommand)]
     Provisionerd(ProvisionerdCommand),
+    /// Start the workspace agent (run inside a workspace by its template).
+    Agent(commands::agent::AgentArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +153,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Provisionerd(ProvisionerdCommand::Start(args)) => {
             commands::provisionerd::start(&cli.global, args).await
         }
+        Command::Agent(args) => commands::agent::run(&cli.global, args).await,
     }
 }
 

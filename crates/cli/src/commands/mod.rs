@@ -1,5 +1,6 @@
 //! One module per top-level command.
 
+pub mod agent;
 pub mod login;
 pub mod provisionerd;
 pub mod provisioners;
