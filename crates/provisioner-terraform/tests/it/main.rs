@@ -1,9 +1,11 @@
-//! Integration tests of the plan/state converter: conformance with Coder's fixtures, template
-//! errors on inputs written here, and robustness against arbitrary input.
+//! Integration tests: the plan/state converter (conformance with Coder's fixtures, template
+//! errors on inputs written here, robustness against arbitrary input) and the executor running
+//! the real terraform.
 
 mod behaviour;
 mod conformance;
 mod errors;
+mod executor;
 mod robustness;
 mod shape;
 mod support;

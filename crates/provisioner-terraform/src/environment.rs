@@ -1,0 +1,224 @@
+//! The environment terraform runs in. The daemon's own environment passes through, because
+//! credentials configured on a provisioner host (cloud keys, `TF_VAR_*`) are meant for the
+//! providers there; the daemon's own `CODER_*` settings and secrets (its session token, PSK or
+//! key, deployment URL) do not. On top come the daemon's terraform settings and the `CODER_*`
+//! variables the `coder/coder` provider reads to describe the workspace.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use codersdk::provisionerd::{Metadata, RichParameterValue, Transition};
+use sha2::{Digest, Sha256};
+
+/// Variables the executor sets itself, so inherited values are dropped.
+const OWN_TERRAFORM_VARIABLES: [&str; 4] = [
+    "TF_CLI_CONFIG_FILE",
+    "TF_PLUGIN_CACHE_DIR",
+    "CHECKPOINT_DISABLE",
+    "TF_IN_AUTOMATION",
+];
+
+/// The daemon's side of the environment, the same for every job.
+#[derive(Debug, Clone)]
+pub(crate) struct DaemonEnv {
+    inherited: Vec<(OsString, OsString)>,
+    cli_config: OsString,
+    plugin_cache: OsString,
+}
+
+impl DaemonEnv {
+    pub(crate) fn new(
+        base: &[(OsString, OsString)],
+        cli_config: &Path,
+        plugin_cache: &Path,
+    ) -> Self {
+        let inherited = base
+            .iter()
+            .filter(|(name, _)| {
+                let name = name.to_string_lossy();
+                !name.starts_with("CODER_") && !OWN_TERRAFORM_VARIABLES.contains(&name.as_ref())
+            })
+            .cloned()
+            .collect();
+        Self {
+            inherited,
+            cli_config: cli_config.as_os_str().to_owned(),
+            plugin_cache: plugin_cache.as_os_str().to_owned(),
+        }
+    }
+
+    /// The `PATH` terraform gets (to find terraform itself when it is given by name).
+    pub(crate) fn path(&self) -> Option<&std::ffi::OsStr> {
+        self.inherited
+            .iter()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value.as_os_str())
+    }
+
+    /// The environment of a command outside any job (`terraform version`).
+    pub(crate) fn for_version(&self) -> Vec<(OsString, OsString)> {
+        let mut env = self.inherited.clone();
+        env.push(("TF_CLI_CONFIG_FILE".into(), self.cli_config.clone()));
+        env.push(("TF_PLUGIN_CACHE_DIR".into(), self.plugin_cache.clone()));
+        // Terraform otherwise asks HashiCorp's servers for news on every command.
+        env.push(("CHECKPOINT_DISABLE".into(), "1".into()));
+        // Drops the "run terraform apply next" hints meant for people at a terminal.
+        env.push(("TF_IN_AUTOMATION".into(), "1".into()));
+        env
+    }
+
+    /// The whole environment of a terraform command for a job.
+    pub(crate) fn for_job(&self, job: &JobEnv<'_>) -> Vec<(OsString, OsString)> {
+        let mut env = self.for_version();
+        env.extend(
+            job.coder_variables()
+                .into_iter()
+                .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+        );
+        env
+    }
+}
+
+/// What a job tells the `coder/coder` provider.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobEnv<'a> {
+    pub metadata: &'a Metadata,
+    /// The transition being planned: an import plans `start` and `stop` with one metadata.
+    pub transition: Transition,
+    pub parameters: &'a [RichParameterValue],
+}
+
+impl JobEnv<'_> {
+    fn coder_variables(&self) -> Vec<(String, String)> {
+        let m = self.metadata;
+        let mut vars: Vec<(String, String)> = [
+            ("CODER_AGENT_URL", m.coder_url.as_str()),
+            ("CODER_WORKSPACE_TRANSITION", self.transition.as_str()),
+            ("CODER_WORKSPACE_NAME", &m.workspace_name),
+            ("CODER_WORKSPACE_ID", &m.workspace_id),
+            ("CODER_WORKSPACE_BUILD_ID", &m.workspace_build_id),
+            ("CODER_WORKSPACE_OWNER", &m.workspace_owner),
+            ("CODER_WORKSPACE_OWNER_ID", &m.workspace_owner_id),
+            ("CODER_WORKSPACE_OWNER_EMAIL", &m.workspace_owner_email),
+            ("CODER_WORKSPACE_OWNER_NAME", &m.workspace_owner_name),
+            (
+                "CODER_WORKSPACE_OWNER_SESSION_TOKEN",
+                &m.workspace_owner_session_token,
+            ),
+            ("CODER_WORKSPACE_TEMPLATE_ID", &m.template_id),
+            ("CODER_WORKSPACE_TEMPLATE_NAME", &m.template_name),
+            ("CODER_WORKSPACE_TEMPLATE_VERSION", &m.template_version),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect();
+        // A list of strings always serialises.
+        let groups =
+            serde_json::to_string(&m.workspace_owner_groups).unwrap_or_else(|_| "[]".into());
+        vars.push(("CODER_WORKSPACE_OWNER_GROUPS".into(), groups));
+        vars.extend(
+            self.parameters
+                .iter()
+                .map(|p| (parameter_variable(&p.name), p.value.clone())),
+        );
+        vars.extend(crate::agent_scripts::environment());
+        vars
+    }
+}
+
+/// `CODER_PARAMETER_<sha256 hex of the name>`: where the provider reads a parameter's value.
+pub fn parameter_variable(name: &str) -> String {
+    format!(
+        "CODER_PARAMETER_{}",
+        hex::encode(Sha256::digest(name.as_bytes()))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a str> {
+        env.iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.to_str())
+    }
+
+    #[test]
+    fn the_daemons_settings_stay_behind_and_the_jobs_come_in() {
+        let base: Vec<(OsString, OsString)> = [
+            ("PATH", "/usr/bin"),
+            ("AWS_ACCESS_KEY_ID", "for-providers"),
+            ("CODER_SESSION_TOKEN", "daemon-secret"),
+            ("CODER_PROVISIONER_DAEMON_PSK", "psk"),
+            ("CODER_URL", "http://coderd"),
+            ("CODER_WORKSPACE_NAME", "inherited"),
+            ("TF_CLI_CONFIG_FILE", "/home/nope/.terraformrc"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let daemon = DaemonEnv::new(
+            &base,
+            Path::new("/cache/cli.tfrc"),
+            Path::new("/cache/plugins"),
+        );
+        assert_eq!(daemon.path().and_then(|p| p.to_str()), Some("/usr/bin"));
+        let metadata = Metadata {
+            coder_url: "http://coder.example".into(),
+            workspace_name: "dev".into(),
+            workspace_owner_session_token: "owner-token".into(),
+            workspace_owner_groups: vec!["devs".into()],
+            ..Metadata::default()
+        };
+        let parameters = [RichParameterValue {
+            name: "region".into(),
+            value: "eu".into(),
+        }];
+        let env = daemon.for_job(&JobEnv {
+            metadata: &metadata,
+            transition: Transition::Stop,
+            parameters: &parameters,
+        });
+        assert_eq!(lookup(&env, "AWS_ACCESS_KEY_ID"), Some("for-providers"));
+        for secret in [
+            "CODER_SESSION_TOKEN",
+            "CODER_PROVISIONER_DAEMON_PSK",
+            "CODER_URL",
+        ] {
+            assert_eq!(lookup(&env, secret), None, "{secret}");
+        }
+        assert_eq!(
+            env.iter()
+                .filter(|(n, _)| n == "CODER_WORKSPACE_NAME")
+                .count(),
+            1
+        );
+        assert_eq!(lookup(&env, "CODER_WORKSPACE_NAME"), Some("dev"));
+        assert_eq!(lookup(&env, "TF_CLI_CONFIG_FILE"), Some("/cache/cli.tfrc"));
+        assert_eq!(lookup(&env, "TF_PLUGIN_CACHE_DIR"), Some("/cache/plugins"));
+        assert_eq!(lookup(&env, "CHECKPOINT_DISABLE"), Some("1"));
+        assert_eq!(
+            lookup(&env, "CODER_AGENT_URL"),
+            Some("http://coder.example")
+        );
+        assert_eq!(lookup(&env, "CODER_WORKSPACE_TRANSITION"), Some("stop"));
+        assert_eq!(
+            lookup(&env, "CODER_WORKSPACE_OWNER_SESSION_TOKEN"),
+            Some("owner-token")
+        );
+        assert_eq!(
+            lookup(&env, "CODER_WORKSPACE_OWNER_GROUPS"),
+            Some(r#"["devs"]"#)
+        );
+        // The provider's name for it: sha256("region") in hex.
+        assert_eq!(
+            parameter_variable("region"),
+            "CODER_PARAMETER_c697d2981bf416569a16cfbcdec1542b5398f3cc77d2b905819aa99c46ecf6f6"
+        );
+        assert_eq!(lookup(&env, &parameter_variable("region")), Some("eu"));
+        assert!(lookup(&env, "CODER_AGENT_SCRIPT_linux_amd64").is_some());
+        assert!(lookup(&env, "CODER_AGENT_SCRIPT_windows_amd64").is_some());
+    }
+}

@@ -1,0 +1,7 @@
+//! The executor with the real terraform (from PATH) and our provider: imports, builds,
+//! failures, cancellation, and the agent bootstrap script.
+
+mod agent_script;
+mod failures;
+mod harness;
+mod lifecycle;
