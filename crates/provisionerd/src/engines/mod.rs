@@ -1,3 +1,4 @@
 //! The provisioner engines this crate provides.
 
 pub mod echo;
+pub mod terraform;
