@@ -5,6 +5,17 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Terraform starts this binary as the `coder/coder` provider plugin (through the link the
+    // provisioner daemon installs in its provider mirror): serve it, not the CLI.
+    if terraform_provider_coder::is_plugin_invocation() {
+        return match terraform_provider_coder::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("terraform-provider-coder: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

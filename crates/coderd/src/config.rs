@@ -39,6 +39,14 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_PROVISIONER_DAEMONS", default_value_t = 3)]
     pub provisioner_daemons: u32,
 
+    /// Terraform binary of the built-in provisioner daemons [default: terraform from PATH].
+    #[arg(
+        long,
+        env = "CODER_PROVISIONER_DAEMON_TERRAFORM_PATH",
+        value_name = "PATH"
+    )]
+    pub terraform_path: Option<PathBuf>,
+
     /// Pre-shared key external provisioner daemons may authenticate with.
     #[arg(long, env = "CODER_PROVISIONER_DAEMON_PSK", hide_env_values = true)]
     pub provisioner_daemon_psk: Option<String>,
@@ -67,6 +75,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("postgres_max_conns", &self.postgres_max_conns)
             .field("cache_dir", &self.cache_dir)
             .field("provisioner_daemons", &self.provisioner_daemons)
+            .field("terraform_path", &self.terraform_path)
             .field(
                 "provisioner_daemon_psk",
                 &redact(&self.provisioner_daemon_psk),

@@ -35,14 +35,38 @@ pub enum Error {
     Serve(#[source] std::io::Error),
     #[error("reading deployment settings: {0}")]
     Store(#[from] crate::store::Error),
+    #[error("setting up the built-in terraform provisioner: {0}")]
+    Terraform(#[from] provisionerd::engines::terraform::SetupError),
+    #[error("finding the coder executable (the terraform provider): {0}")]
+    CurrentExe(#[source] std::io::Error),
 }
 
 /// What [`serve`] needs beyond the pool and the listener.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServeOptions {
     pub http: http::Options,
     /// Provisioner daemons to run inside the server.
     pub provisioner_daemons: u32,
+    /// The engines of the built-in daemons, by provisioner type (default: echo only; `run`
+    /// adds terraform).
+    pub builtin_engines: Vec<(String, Arc<dyn provisionerd::Engine>)>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("http", &self.http)
+            .field("provisioner_daemons", &self.provisioner_daemons)
+            .field(
+                "builtin_engines",
+                &self
+                    .builtin_engines
+                    .iter()
+                    .map(|(t, _)| t)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl ServeOptions {
@@ -50,6 +74,10 @@ impl ServeOptions {
         Self {
             http,
             provisioner_daemons: 0,
+            builtin_engines: vec![(
+                provisionerd::engines::echo::PROVISIONER.to_owned(),
+                Arc::new(provisionerd::engines::echo::EchoEngine),
+            )],
         }
     }
 }
@@ -109,8 +137,11 @@ pub async fn serve(
         shutdown: shutdown.clone(),
     });
     let daemons_stop = CancellationToken::new();
-    let engines: Vec<(&str, Arc<dyn provisionerd::Engine>)> =
-        vec![("echo", Arc::new(provisionerd::engines::echo::EchoEngine))];
+    let engines: Vec<(&str, Arc<dyn provisionerd::Engine>)> = options
+        .builtin_engines
+        .iter()
+        .map(|(kind, engine)| (kind.as_str(), engine.clone()))
+        .collect();
     let daemons = builtin::start(&state, options.provisioner_daemons, &engines, &daemons_stop);
     let app = http::router(state);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running
@@ -166,10 +197,14 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             startup_ms = started.elapsed().as_millis() as u64,
             "coderd ready"
         );
-        let options = ServeOptions {
-            http,
-            provisioner_daemons: config.provisioner_daemons,
-        };
+        let mut options = ServeOptions::new(http);
+        options.provisioner_daemons = config.provisioner_daemons;
+        if config.provisioner_daemons > 0 {
+            options.builtin_engines.push((
+                provisionerd::engines::terraform::PROVISIONER.to_owned(),
+                terraform_engine(&config).await?,
+            ));
+        }
         let served = serve(pool.clone(), options, listener, shutdown).await;
         pool.close().await;
         served
@@ -181,4 +216,26 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         tracing::warn!(error = %e, "stopping embedded PostgreSQL");
     }
     result
+}
+
+/// The built-in daemons' terraform: this executable serves the `coder/coder` provider, the
+/// binary is `--terraform-path` or `terraform` from PATH, providers are cached in the cache
+/// directory. A missing or old terraform is only a warning here: jobs fail with the reason.
+async fn terraform_engine(config: &ServerConfig) -> Result<Arc<dyn provisionerd::Engine>, Error> {
+    use provisionerd::engines::terraform::{Settings, TerraformEngine};
+    let exe = std::env::current_exe().map_err(Error::CurrentExe)?;
+    let mut settings = Settings::new(exe, config.cache_dir());
+    if let Some(path) = &config.terraform_path {
+        settings.terraform = path.clone();
+    }
+    let engine = TerraformEngine::new(settings)?;
+    match engine.check().await {
+        Ok((binary, version)) => tracing::info!(
+            terraform = %binary.display(),
+            %version,
+            "built-in provisioners run terraform"
+        ),
+        Err(e) => tracing::warn!(error = %e, "terraform jobs of built-in provisioners will fail"),
+    }
+    Ok(Arc::new(engine))
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use codersdk::provisionerd::Tags;
 use provisionerd::engines::echo::{self, EchoEngine};
+use provisionerd::engines::terraform::{self, TerraformEngine};
 use provisionerd::{DaemonAuth, DaemonConfig, Engine, WebSocketConnector};
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -52,6 +53,14 @@ pub struct StartArgs {
     #[arg(short = 'c', long, env = "CODER_CACHE_DIRECTORY", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
+    /// Terraform binary to run [default: terraform from PATH].
+    #[arg(
+        long,
+        env = "CODER_PROVISIONER_DAEMON_TERRAFORM_PATH",
+        value_name = "PATH"
+    )]
+    pub terraform_path: Option<PathBuf>,
+
     /// Provisioner types to run (terraform, echo).
     #[arg(
         long,
@@ -76,6 +85,7 @@ impl std::fmt::Debug for StartArgs {
             .field("key", &redacted(&self.key))
             .field("org", &self.org)
             .field("cache_dir", &self.cache_dir)
+            .field("terraform_path", &self.terraform_path)
             .field("provisioner_types", &self.provisioner_types)
             .field("shutdown_grace", &self.shutdown_grace)
             .finish()
@@ -92,7 +102,19 @@ pub async fn start(global: &GlobalArgs, args: StartArgs) -> anyhow::Result<()> {
             .context("cannot find a cache directory; pass --cache-dir")?
             .join("coder"),
     };
-    let engines = engines(&args.provisioner_types, &cache_dir)?;
+    let (engines, terraform) = engines(
+        &args.provisioner_types,
+        &cache_dir,
+        args.terraform_path.as_deref(),
+    )?;
+    if let Some(terraform) = terraform {
+        // A daemon that would fail every terraform job had better not start.
+        let (binary, version) = terraform
+            .check()
+            .await
+            .context("this provisioner daemon runs terraform jobs")?;
+        tracing::info!(terraform = %binary.display(), %version, "using terraform");
+    }
 
     // Chosen once: reconnects must present the same name to keep the registration.
     let name = args
@@ -177,28 +199,40 @@ fn parse_tags(raw: &[String]) -> anyhow::Result<Tags> {
     Ok(tags)
 }
 
+/// Engines by provisioner type.
+type Engines = BTreeMap<String, Arc<dyn Engine>>;
+
+/// The engines for `types`, and the terraform engine among them (to check at startup).
 fn engines(
     types: &[String],
     cache_dir: &Path,
-) -> anyhow::Result<BTreeMap<String, Arc<dyn Engine>>> {
-    let mut engines: BTreeMap<String, Arc<dyn Engine>> = BTreeMap::new();
+    terraform_path: Option<&Path>,
+) -> anyhow::Result<(Engines, Option<Arc<TerraformEngine>>)> {
+    let mut engines = Engines::new();
+    let mut terraform_engine = None;
     for kind in types.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
         match kind {
             echo::PROVISIONER => {
                 engines.insert(kind.to_string(), Arc::new(EchoEngine));
             }
-            "terraform" => bail!(
-                "the terraform provisioner is not available in this build yet (it will cache \
-                 providers under {}); use --provisioner-types=echo",
-                cache_dir.display()
-            ),
+            terraform::PROVISIONER => {
+                // Terraform starts this very binary as the coder/coder provider.
+                let exe = std::env::current_exe().context("finding the coder executable")?;
+                let mut settings = terraform::Settings::new(exe, cache_dir);
+                if let Some(path) = terraform_path {
+                    settings.terraform = path.to_path_buf();
+                }
+                let engine = Arc::new(TerraformEngine::new(settings)?);
+                engines.insert(kind.to_string(), engine.clone());
+                terraform_engine = Some(engine);
+            }
             other => bail!("unknown provisioner type {other:?}: choose from terraform, echo"),
         }
     }
     if engines.is_empty() {
         bail!("no provisioner types given: pass --provisioner-types");
     }
-    Ok(engines)
+    Ok((engines, terraform_engine))
 }
 
 #[cfg(test)]
@@ -247,28 +281,39 @@ mod tests {
             "1m",
             "-O",
             "acme",
+            "--terraform-path",
+            "/opt/tf/terraform",
         ])?;
         assert_eq!(cli.start.tags, ["a=1", "b=2", "c=3"]);
         assert_eq!(cli.start.provisioner_types, ["echo"]);
         assert_eq!(cli.start.shutdown_grace, Duration::from_secs(60));
         assert_eq!(cli.start.org.as_deref(), Some("acme"));
+        assert_eq!(
+            cli.start.terraform_path.as_deref(),
+            Some(Path::new("/opt/tf/terraform"))
+        );
         Ok(())
     }
 
     #[test]
-    fn terraform_is_refused_until_its_engine_exists() -> anyhow::Result<()> {
-        let cache = Path::new("/tmp/cache");
-        let Err(error) = engines(&["terraform".into()], cache) else {
-            bail!("terraform must be refused");
-        };
+    fn engines_are_built_per_type() -> anyhow::Result<()> {
+        let cache = tempfile::tempdir()?;
+        let (both, terraform) = engines(
+            &["terraform".into(), "echo".into()],
+            cache.path(),
+            Some(Path::new("/opt/terraform")),
+        )?;
+        assert_eq!(both.keys().collect::<Vec<_>>(), ["echo", "terraform"]);
+        assert!(terraform.is_some());
         assert!(
-            error.to_string().contains("--provisioner-types=echo"),
-            "{error}"
+            cache.path().join("terraform/cli.tfrc").is_file(),
+            "the terraform engine writes its CLI config into the cache"
         );
-        assert!(engines(&["docker".into()], cache).is_err());
-        assert!(engines(&[], cache).is_err());
-        let echo = engines(&["echo".into()], cache)?;
+        let (echo, terraform) = engines(&["echo".into()], cache.path(), None)?;
         assert_eq!(echo.keys().collect::<Vec<_>>(), ["echo"]);
+        assert!(terraform.is_none());
+        assert!(engines(&["docker".into()], cache.path(), None).is_err());
+        assert!(engines(&[], cache.path(), None).is_err());
         Ok(())
     }
 
