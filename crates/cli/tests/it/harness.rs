@@ -6,8 +6,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use codersdk::Client;
+use codersdk::provisioners::ProvisionerDaemon;
+use codersdk::users::{CreateFirstUserRequest, LoginWithPasswordRequest};
+use codersdk::workspaces::Workspace;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use provisionerd::engines::echo::EchoTemplate;
+use testutil::{PASSWORD, TestDb, eventually};
 use url::Url;
 
 pub const CODER: &str = env!("CARGO_BIN_EXE_coder");
@@ -168,4 +173,156 @@ impl Drop for Server {
 /// `coder server` with embedded PostgreSQL and no built-in daemons.
 pub async fn start(config: &Path) -> anyhow::Result<Server> {
     start_with(config, &[]).await
+}
+
+/// A deployment in its own processes: `coder server` on a throwaway database, and an owner.
+pub struct Deployment {
+    pub _db: TestDb,
+    pub dir: tempfile::TempDir,
+    pub server: Option<Server>,
+    pub owner: Client,
+    pub token: String,
+}
+
+impl Deployment {
+    pub async fn new(extra: &[&str]) -> anyhow::Result<Self> {
+        let db = TestDb::new().await?;
+        let dir = tempfile::Builder::new()
+            .prefix("coder-e2e-")
+            .tempdir_in("/tmp")?;
+        let url = db.url();
+        let mut args = vec!["--postgres-url", url.as_str()];
+        args.extend_from_slice(extra);
+        let server = start_with(dir.path(), &args).await?;
+        let client = Client::new(server.url.clone());
+        client
+            .create_first_user(&CreateFirstUserRequest {
+                email: "admin@example.com".into(),
+                username: "admin".into(),
+                password: PASSWORD.into(),
+                ..Default::default()
+            })
+            .await?;
+        let token = client
+            .login_with_password(&LoginWithPasswordRequest {
+                email: "admin@example.com".into(),
+                password: PASSWORD.into(),
+            })
+            .await?
+            .session_token;
+        Ok(Self {
+            owner: client.with_token(&token),
+            token,
+            server: Some(server),
+            _db: db,
+            dir,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        self.owner.url().as_str().trim_end_matches('/').to_string()
+    }
+
+    /// A `coder` command acting as `token` on this deployment.
+    pub fn coder(&self, token: &str) -> Command {
+        let mut cmd = crate::harness::command_with_config(self.dir.path().join("cli"));
+        cmd.env("CODER_URL", self.url())
+            .env("CODER_SESSION_TOKEN", token)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> anyhow::Result<std::process::Output> {
+        Ok(self.coder(&self.token).args(args).output()?)
+    }
+
+    pub fn ok(&self, args: &[&str]) -> anyhow::Result<String> {
+        let out = self.run(args)?;
+        anyhow::ensure!(
+            out.status.success(),
+            "coder {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8(out.stdout)?)
+    }
+
+    /// Starts `coder provisionerd start` with `args`, logging to a file in the test directory.
+    pub fn provisionerd(&self, token: &str, name: &str, args: &[&str]) -> anyhow::Result<Child> {
+        let mut all = vec!["--provisioner-types", "echo"];
+        all.extend_from_slice(args);
+        self.spawn_provisionerd(token, name, &all)
+    }
+
+    /// Starts `coder provisionerd start --name <name>` with exactly `args` (terraform by
+    /// default), logging to `provisionerd-<name>.log` in the test directory.
+    pub fn spawn_provisionerd(
+        &self,
+        token: &str,
+        name: &str,
+        args: &[&str],
+    ) -> anyhow::Result<Child> {
+        let log = std::fs::File::create(self.dir.path().join(format!("provisionerd-{name}.log")))?;
+        Ok(self
+            .coder(token)
+            .args(["provisionerd", "start", "--name", name])
+            .args(args)
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?)
+    }
+
+    pub fn template_dir(
+        &self,
+        name: &str,
+        template: &EchoTemplate,
+    ) -> anyhow::Result<std::path::PathBuf> {
+        let dir = self.dir.path().join("templates").join(name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("echo.json"), serde_json::to_vec_pretty(template)?)?;
+        Ok(dir)
+    }
+
+    pub async fn daemon_named(&self, name: &str) -> anyhow::Result<Option<ProvisionerDaemon>> {
+        Ok(self
+            .owner
+            .provisioner_daemons("coder")
+            .await?
+            .into_iter()
+            .find(|d| d.name == name))
+    }
+
+    pub async fn wait_daemon(&self, name: &str) -> anyhow::Result<()> {
+        eventually(
+            Duration::from_secs(30),
+            &format!("daemon {name} connected"),
+            || async {
+                Ok(self
+                    .daemon_named(name)
+                    .await?
+                    .is_some_and(|d| d.status.as_str() != "offline"))
+            },
+        )
+        .await
+    }
+
+    pub fn workspace(
+        &self,
+        name: &str,
+    ) -> impl std::future::Future<Output = anyhow::Result<Workspace>> + '_ {
+        let name = name.to_string();
+        async move { Ok(self.owner.workspace_by_owner_and_name("me", &name).await?) }
+    }
+}
+
+pub fn stop_gracefully(mut child: Child) -> anyhow::Result<std::process::ExitStatus> {
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM)?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "process did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -4,3 +4,4 @@ mod cli;
 mod harness;
 mod provisioning;
 mod server;
+mod terraform;
