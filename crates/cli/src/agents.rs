@@ -21,7 +21,10 @@ pub async fn wait_ready(client: &Client, build: Uuid) -> anyhow::Result<()> {
 }
 
 fn finished(lifecycle: &str) -> bool {
-    matches!(lifecycle, "ready" | "start_error" | "start_timeout" | "shutting_down" | "off")
+    matches!(
+        lifecycle,
+        "ready" | "start_error" | "start_timeout" | "shutting_down" | "off"
+    )
 }
 
 async fn wait_agent(client: &Client, agent: WorkspaceAgent) -> anyhow::Result<()> {
