@@ -110,6 +110,7 @@ pub async fn serve(
     let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
     let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
     hang::start(store.clone(), shutdown.child_token());
+    let template_usage = http::usage::TemplateUsage::start(store.clone(), shutdown.child_token());
     let agents = crate::agents::Registry::default();
     let agent_batcher =
         crate::agents::Batcher::start(store.clone(), agents.clone(), shutdown.child_token());
@@ -134,6 +135,8 @@ pub async fn serve(
         daemons,
         agents,
         agent_batcher,
+        template_usage,
+        files: Default::default(),
         shutdown: shutdown.clone(),
     });
     let daemons_stop = CancellationToken::new();

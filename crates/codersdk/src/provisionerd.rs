@@ -62,13 +62,19 @@ pub enum DaemonMessage {
         #[serde(default)]
         logs: Vec<JobLog>,
     },
+    /// The job's result. `logs` are its last lines, recorded with the result: a job that ends
+    /// between two flushes then costs coderd one transaction, not two.
     Complete {
         job_id: Uuid,
         result: Box<JobResult>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<JobLog>,
     },
     Fail {
         job_id: Uuid,
         failure: JobFailure,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<JobLog>,
     },
 }
 
@@ -432,6 +438,7 @@ mod tests {
                 state: Some(vec![1, 2, 3]),
                 ..JobFailure::new("boom")
             },
+            logs: vec![],
         };
         let json = serde_json::to_string(&fail).expect("serialize");
         assert_eq!(

@@ -102,6 +102,11 @@ impl LogSink {
         buffer.lines.is_empty() && buffer.dropped == 0
     }
 
+    /// Bytes of buffered lines (as counted against the limit).
+    pub(crate) fn buffered_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
     /// Takes everything buffered.
     pub fn take(&self) -> Vec<JobLog> {
         self.take_batch(usize::MAX)

@@ -104,7 +104,7 @@ pub async fn run(
             let mut done = 0usize;
             while let Some(job) = store.acquire_job(org, &provisioners, &keys, worker).await? {
                 let outcome = store
-                    .complete_job(job.id, worker, completion, &result.timings)
+                    .complete_job(job.id, worker, completion, &result.timings, &[])
                     .await?;
                 ensure!(
                     outcome == FinishOutcome::Recorded,

@@ -11,6 +11,7 @@ pub(crate) mod organizations;
 mod parameters;
 pub(crate) mod provisioners;
 pub(crate) mod templates;
+pub(crate) mod usage;
 pub(crate) mod users;
 pub(crate) mod workspaces;
 
@@ -50,6 +51,10 @@ pub struct Options {
     pub provisioner_psk: Option<String>,
     /// Largest template archive accepted.
     pub max_file_bytes: usize,
+    /// Workspace lists longer than this are rendered and sent in chunks of this size, so memory
+    /// stays bounded however many match (10,000 rendered at once made a 40 MiB response and
+    /// several copies of it in memory).
+    pub workspace_list_chunk: usize,
 }
 
 impl Options {
@@ -64,6 +69,7 @@ impl Options {
             deployment_id: String::new(),
             provisioner_psk: None,
             max_file_bytes: 10 << 20,
+            workspace_list_chunk: 500,
         }
     }
 }
@@ -82,6 +88,9 @@ pub struct StateInner {
     /// Agents connected to this process.
     pub agents: crate::agents::Registry,
     pub agent_batcher: crate::agents::Batcher,
+    pub template_usage: usage::TemplateUsage,
+    /// Template archives, for job payloads.
+    pub files: crate::provisioners::payload::FileCache,
     /// Cancelled when the server shuts down; long-lived connections end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }

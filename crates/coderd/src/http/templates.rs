@@ -67,8 +67,9 @@ pub fn routes() -> Router<AppState> {
         .route("/templateversions/{id}/variables", get(version_variables))
 }
 
-pub fn template(row: TemplateRow) -> Template {
+pub fn template(state: &AppState, row: TemplateRow) -> Template {
     Template {
+        active_user_count: state.template_usage.active_users(row.id),
         id: row.id,
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -80,7 +81,6 @@ pub fn template(row: TemplateRow) -> Template {
         display_name: row.display_name,
         provisioner: row.provisioner,
         active_version_id: row.active_version_id,
-        active_user_count: row.active_user_count,
         description: row.description,
         deprecated: !row.deprecated.is_empty(),
         deprecation_message: row.deprecated,
@@ -274,7 +274,7 @@ pub(super) async fn create_version(
             tags: serde_json::to_value(&job_tags).unwrap_or_default(),
         },
     };
-    let (row, _) = state
+    let (row, job) = state
         .store
         .create_template_version(&new)
         .await
@@ -284,6 +284,7 @@ pub(super) async fn create_version(
             }
             other => other.into(),
         })?;
+    state.dispatcher.announce((&job).into());
     Ok((StatusCode::CREATED, Json(version(&state, row).await?)))
 }
 
@@ -528,7 +529,7 @@ pub(super) async fn create_template(
             }
             other => other.into(),
         })?;
-    Ok((StatusCode::CREATED, Json(template(row))))
+    Ok((StatusCode::CREATED, Json(template(&state, row))))
 }
 
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/templates", tag = "Templates",
@@ -545,7 +546,9 @@ pub(super) async fn list_org_templates(
     } else {
         Vec::new()
     };
-    Ok(Json(rows.into_iter().map(template).collect()))
+    Ok(Json(
+        rows.into_iter().map(|r| template(&state, r)).collect(),
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v2/templates", tag = "Templates",
@@ -556,7 +559,9 @@ pub(super) async fn list_all_templates(
 ) -> ApiResult<Json<Vec<Template>>> {
     let filter = auth.subject.filter(Resource::Template);
     let rows = state.store.list_templates(filter.all, &filter.orgs).await?;
-    Ok(Json(rows.into_iter().map(template).collect()))
+    Ok(Json(
+        rows.into_iter().map(|r| template(&state, r)).collect(),
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/templates/{name}", tag = "Templates",
@@ -572,7 +577,7 @@ pub(super) async fn template_by_name(
         Action::Read,
         &Object::in_org(Resource::Template, row.organization_id),
     )?;
-    Ok(Json(template(row)))
+    Ok(Json(template(&state, row)))
 }
 
 #[utoipa::path(get, path = "/api/v2/templates/{id}", tag = "Templates",
@@ -582,7 +587,10 @@ pub(super) async fn get_template(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Template>> {
-    Ok(Json(template(resolve_template(&state, &auth, id).await?)))
+    Ok(Json(template(
+        &state,
+        resolve_template(&state, &auth, id).await?,
+    )))
 }
 
 #[utoipa::path(patch, path = "/api/v2/templates/{id}", tag = "Templates",
@@ -632,7 +640,7 @@ pub(super) async fn update_template(
             }
             other => other.into(),
         })?;
-    Ok(Json(template(row)))
+    Ok(Json(template(&state, row)))
 }
 
 #[utoipa::path(delete, path = "/api/v2/templates/{id}", tag = "Templates",

@@ -419,7 +419,7 @@ async fn build_version(
     template: (Uuid, Uuid),
     requested: Option<Uuid>,
     previous: Option<&BuildRow>,
-) -> ApiResult<store::TemplateVersionRow> {
+) -> ApiResult<(store::TemplateVersionRow, JobRow)> {
     let (template_id, active_version_id) = template;
     let id = match (requested, previous) {
         (Some(id), _) => id,
@@ -451,24 +451,23 @@ async fn build_version(
                 .unwrap_or_else(|| format!("its import is {}", status.as_str())),
         ));
     }
-    Ok(version)
+    Ok((version, job))
 }
 
 /// The job of a build: the version's provisioner and file, its tags with the owner filled in.
-async fn build_job(
-    state: &AppState,
+/// `import` is the version's import job: a build runs with its provisioner, file and tags.
+fn build_job(
     (org, owner): (Uuid, Uuid),
-    version: &store::TemplateVersionRow,
+    import: JobRow,
     build_id: Uuid,
     initiator: Uuid,
-) -> ApiResult<NewJob> {
-    let import = state.store.job_by_id(version.job_id).await?;
+) -> NewJob {
     let version_tags: codersdk::provisionerd::Tags =
         serde_json::from_value(import.tags).unwrap_or_default();
     // The version's tags, re-normalised for the workspace owner: a user-scoped template builds on
     // the owner's daemons.
     let job_tags = tags::normalize(version_tags, Some(owner));
-    Ok(NewJob {
+    NewJob {
         id: Uuid::new_v4(),
         organization_id: org,
         initiator_id: initiator,
@@ -478,7 +477,7 @@ async fn build_job(
         input: serde_json::json!({ "workspace_build_id": build_id }),
         tags_key: tags::key(&job_tags),
         tags: serde_json::to_value(&job_tags).unwrap_or_default(),
-    })
+    }
 }
 
 #[utoipa::path(post, path = "/api/v2/users/{user}/workspaces", tag = "Workspaces",
@@ -574,7 +573,7 @@ async fn create(
             owner.id,
         ),
     )?;
-    let version = build_version(
+    let (version, import) = build_version(
         &state,
         (template.id, template.active_version_id),
         req.template_version_id,
@@ -586,15 +585,13 @@ async fn create(
     let workspace_id = Uuid::new_v4();
     let build_id = Uuid::new_v4();
     let job = build_job(
-        &state,
         (template.organization_id, owner.id),
-        &version,
+        import,
         build_id,
         auth.user.id,
-    )
-    .await?;
+    );
     let name = req.name.clone();
-    let (row, _, _) = state
+    let (row, _, job) = state
         .store
         .create_workspace(
             &NewWorkspace {
@@ -628,6 +625,7 @@ async fn create(
             }
             other => other.into(),
         })?;
+    state.dispatcher.announce((&job).into());
     let mut rendered = render_workspaces(&state, vec![row]).await?;
     let workspace = rendered
         .pop()
@@ -681,15 +679,70 @@ pub(super) async fn list_workspaces(
     State(state): State<AppState>,
     auth: Auth,
     Query(params): Query<ListParams>,
-) -> ApiResult<Json<WorkspacesResponse>> {
+) -> ApiResult<Response> {
     let mut query = parse_query(&state, &auth, &params.q).await?;
     (query.limit, query.offset) = params.page.resolve(i64::MAX)?;
     let filter = auth.subject.filter(Resource::Workspace);
-    let (rows, count) = state.store.list_workspaces(&query, &filter).await?;
-    Ok(Json(WorkspacesResponse {
-        workspaces: render_workspaces(&state, rows).await?,
-        count,
-    }))
+    let (ids, count) = state.store.list_workspace_ids(&query, &filter).await?;
+    let chunk = state.options.workspace_list_chunk.max(1);
+    if ids.len() <= chunk {
+        let rows = state.store.workspaces_by_ids(&ids).await?;
+        let workspaces = render_workspaces(&state, rows).await?;
+        return Ok(Json(WorkspacesResponse { workspaces, count }).into_response());
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(2);
+    tokio::spawn(async move {
+        if let Err(e) = stream_workspaces(&state, &ids, chunk, count, &tx).await {
+            // The status line is long gone; cutting the body short makes the client's JSON
+            // parse fail instead of silently missing workspaces.
+            tracing::warn!(error = ?e.body, "streaming the workspace list failed");
+            let _ = tx
+                .send(Err(std::io::Error::other("workspace list failed")))
+                .await;
+        }
+    });
+    let body = axum::body::Body::from_stream(tokio_stream_of(rx));
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
+}
+
+/// Writes `{"workspaces":[...],"count":N}` chunk by chunk.
+async fn stream_workspaces(
+    state: &AppState,
+    ids: &[Uuid],
+    chunk_size: usize,
+    count: i64,
+    tx: &tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>,
+) -> ApiResult<()> {
+    let send = |chunk: Vec<u8>| async move {
+        tx.send(Ok(bytes::Bytes::from(chunk)))
+            .await
+            .map_err(|_| ApiError::internal("client went away"))
+    };
+    send(br#"{"workspaces":["#.to_vec()).await?;
+    let mut first = true;
+    for chunk in ids.chunks(chunk_size) {
+        let rows = state.store.workspaces_by_ids(chunk).await?;
+        let mut out = Vec::new();
+        for workspace in render_workspaces(state, rows).await? {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(&mut out, &workspace).map_err(ApiError::internal)?;
+        }
+        send(out).await?;
+    }
+    send(format!(r#"],"count":{count}}}"#).into_bytes()).await
+}
+
+fn tokio_stream_of<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -776,7 +829,7 @@ pub(super) async fn create_build(
             .with_detail("delete the workspace normally; a delete with no provisioner state succeeds without doing anything"));
     }
     let previous = state.store.latest_builds(&[workspace.id]).await?.pop();
-    let version = build_version(
+    let (version, import) = build_version(
         &state,
         (workspace.template_id, workspace.template_active_version_id),
         req.template_version_id,
@@ -795,13 +848,11 @@ pub(super) async fn create_build(
     .map_err(ApiError::validation)?;
     let build_id = Uuid::new_v4();
     let job = build_job(
-        &state,
         (workspace.organization_id, workspace.owner_id),
-        &version,
+        import,
         build_id,
         auth.user.id,
-    )
-    .await?;
+    );
     let created = state
         .store
         .create_build(&NewBuild {
@@ -815,10 +866,11 @@ pub(super) async fn create_build(
             job,
         })
         .await?;
-    let Some((row, _)) = created else {
+    let Some((row, job)) = created else {
         return Err(ApiError::conflict("A workspace build is already active.")
             .with_detail("wait for it to finish or cancel it before starting another"));
     };
+    state.dispatcher.announce((&job).into());
     let mut rendered = render_builds(&state, vec![row]).await?;
     let build = rendered
         .pop()

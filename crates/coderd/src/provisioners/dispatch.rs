@@ -26,6 +26,17 @@ pub struct Posting {
     pub tags_key: String,
 }
 
+impl From<&crate::store::JobRow> for Posting {
+    fn from(job: &crate::store::JobRow) -> Self {
+        Self {
+            org: job.organization_id,
+            job: job.id,
+            provisioner: job.provisioner.clone(),
+            tags_key: job.tags_key.clone(),
+        }
+    }
+}
+
 impl Posting {
     /// Parses `<org>:<job>:<provisioner>:<tags key>` (the key may itself contain colons).
     pub fn parse(key: &str, data: &str) -> Option<Self> {
@@ -59,6 +70,34 @@ struct Waiter {
 #[derive(Clone, Default)]
 pub struct Dispatcher {
     waiters: Arc<Mutex<VecDeque<Waiter>>>,
+    /// Jobs announced recently, so that a job this process created (and dispatched at once) is
+    /// not dispatched again when its own NOTIFY comes back.
+    recent: Arc<Mutex<Recent>>,
+}
+
+/// A bounded set of job ids, oldest forgotten first.
+#[derive(Default)]
+struct Recent {
+    order: VecDeque<Uuid>,
+    set: HashSet<Uuid>,
+}
+
+const RECENT_JOBS: usize = 4096;
+
+impl Recent {
+    /// Records `job`; false if it was already there.
+    fn insert(&mut self, job: Uuid) -> bool {
+        if !self.set.insert(job) {
+            return false;
+        }
+        self.order.push_back(job);
+        if self.order.len() > RECENT_JOBS
+            && let Some(old) = self.order.pop_front()
+        {
+            self.set.remove(&old);
+        }
+        true
+    }
 }
 
 /// Filter of the jobs a daemon can take.
@@ -84,7 +123,7 @@ impl Dispatcher {
                 match event {
                     Some(Event::Message { key, data }) => {
                         if let Some(posting) = Posting::parse(&key, &data) {
-                            this.post(posting);
+                            this.announce(posting);
                         }
                     }
                     Some(Event::Reconnected) => this.wake_all(),
@@ -117,6 +156,19 @@ impl Dispatcher {
     /// Removes a daemon that stopped waiting (busy, disconnected).
     pub fn forget(&self, daemon: Uuid) {
         self.lock().retain(|w| w.daemon != daemon);
+    }
+
+    /// A new job: dispatches it unless it was already (by the process that created it, before
+    /// its NOTIFY arrived).
+    pub fn announce(&self, posting: Posting) {
+        let fresh = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(posting.job);
+        if fresh {
+            self.post(posting);
+        }
     }
 
     /// Wakes the longest-idle daemon that can take `posting`, if any is here.
@@ -188,6 +240,22 @@ mod tests {
         d.post(posting(org, "a"));
         assert!(matches!(second.try_recv(), Ok(Wake::Posted(_))));
         assert_eq!(d.idle_count(), 1);
+    }
+
+    #[test]
+    fn a_job_is_announced_once() {
+        let d = Dispatcher::default();
+        let org = Uuid::new_v4();
+        let mut first = d.wait(Uuid::new_v4(), &capability(org, &["a"]));
+        let mut second = d.wait(Uuid::new_v4(), &capability(org, &["a"]));
+        let p = posting(org, "a");
+        d.announce(p.clone());
+        d.announce(p);
+        assert!(first.try_recv().is_ok());
+        assert!(
+            second.try_recv().is_err(),
+            "the echo of a local announcement wakes nobody"
+        );
     }
 
     #[test]

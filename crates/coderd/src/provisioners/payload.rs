@@ -1,5 +1,10 @@
 //! Turning an acquired job row into everything the daemon needs to run it, so the daemon never
-//! has to ask coderd (or a database) for anything else.
+//! has to ask coderd (or a database) for anything else. This runs between acquisition and the
+//! daemon receiving its job, so it is kept to one query (plus the template archive, cached:
+//! files never change once uploaded).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use codersdk::provisionerd::{
     AcquiredJob, JobKind, Metadata, RichParameterValue, Transition, VariableValue,
@@ -12,6 +17,8 @@ use crate::store::{self, JobRow};
 
 /// How long the workspace owner's token handed to terraform builds lasts.
 const OWNER_TOKEN_LIFETIME: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+/// Template archives kept in memory (they are small; a few templates serve most builds).
+const FILE_CACHE_ENTRIES: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PayloadError {
@@ -23,6 +30,33 @@ pub enum PayloadError {
     Token(String),
 }
 
+/// Template archives by file id.
+#[derive(Clone, Default)]
+pub struct FileCache {
+    files: Arc<Mutex<HashMap<Uuid, Arc<Vec<u8>>>>>,
+}
+
+impl FileCache {
+    async fn get(&self, store: &store::Store, id: Uuid) -> Result<Arc<Vec<u8>>, store::Error> {
+        if let Some(data) = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+        {
+            return Ok(data.clone());
+        }
+        let data = Arc::new(store.file_by_id(id).await?.data);
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if files.len() >= FILE_CACHE_ENTRIES {
+            // Crude but bounded: templates change rarely, so refilling is cheap.
+            files.clear();
+        }
+        files.insert(id, data.clone());
+        Ok(data)
+    }
+}
+
 fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
     job.input
         .get(field)
@@ -31,12 +65,8 @@ fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
         .ok_or_else(|| PayloadError::Input(format!("missing {field}")))
 }
 
-fn variable_values(version: &store::TemplateVersionRow) -> Vec<VariableValue> {
-    serde_json::from_value(version.user_variable_values.clone()).unwrap_or_default()
-}
-
 pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, PayloadError> {
-    let file = state.store.file_by_id(job.file_id).await?;
+    let archive = state.files.get(&state.store, job.file_id).await?;
     let access_url = state
         .options
         .access_url
@@ -62,27 +92,22 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                     template_version: version.name.clone(),
                     ..Metadata::default()
                 },
-                user_variable_values: variable_values(&version),
+                user_variable_values: serde_json::from_value::<Vec<VariableValue>>(
+                    version.user_variable_values,
+                )
+                .unwrap_or_default(),
             }
         }
         "workspace_build" => {
-            let build_id = input_id(job, "workspace_build_id")?;
-            let build = state.store.build_by_id(build_id).await?;
-            let workspace = state
+            let build = state
                 .store
-                .workspace_by_id(build.workspace_id, true)
+                .build_context(input_id(job, "workspace_build_id")?)
                 .await?;
-            let owner = state.store.user_by_id(workspace.owner_id).await?;
-            let version = state
-                .store
-                .template_version_by_id(build.template_version_id)
-                .await?;
-            let template = state.store.template_by_id(workspace.template_id).await?;
             let transition: Transition = build.transition.parse().map_err(PayloadError::Input)?;
             let owner_token = if job.provisioner == "terraform" {
                 crate::http::apikeys::issue_key(
                     state,
-                    owner.id,
+                    build.owner_id,
                     LoginType::None,
                     "",
                     OWNER_TOKEN_LIFETIME,
@@ -93,31 +118,31 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                 String::new()
             };
             JobKind::WorkspaceBuild {
-                workspace_build_id: build.id,
-                workspace_name: workspace.name.clone(),
-                state: state.store.build_state(build.id).await?,
-                rich_parameter_values: state
-                    .store
-                    .build_parameters(build.id)
-                    .await?
+                workspace_build_id: build.build_id,
+                workspace_name: build.workspace_name.clone(),
+                state: build.state.unwrap_or_default(),
+                rich_parameter_values: build
+                    .parameter_names
                     .into_iter()
+                    .zip(build.parameter_values)
                     .map(|(name, value)| RichParameterValue { name, value })
                     .collect(),
-                variable_values: variable_values(&version),
+                variable_values: serde_json::from_value(build.user_variable_values)
+                    .unwrap_or_default(),
                 metadata: Metadata {
                     coder_url: access_url,
                     workspace_transition: transition,
-                    workspace_name: workspace.name,
-                    workspace_owner: owner.username,
-                    workspace_owner_id: owner.id.to_string(),
-                    workspace_owner_email: owner.email,
-                    workspace_owner_name: owner.name,
+                    workspace_name: build.workspace_name,
+                    workspace_owner: build.owner_username,
+                    workspace_owner_id: build.owner_id.to_string(),
+                    workspace_owner_email: build.owner_email,
+                    workspace_owner_name: build.owner_name,
                     workspace_owner_session_token: owner_token,
-                    workspace_id: workspace.id.to_string(),
-                    workspace_build_id: build.id.to_string(),
-                    template_id: template.id.to_string(),
-                    template_name: template.name,
-                    template_version: version.name,
+                    workspace_id: build.workspace_id.to_string(),
+                    workspace_build_id: build.build_id.to_string(),
+                    template_id: build.template_id.to_string(),
+                    template_name: build.template_name,
+                    template_version: build.version_name,
                     workspace_owner_groups: Vec::new(),
                 },
             }
@@ -132,7 +157,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
         job_id: job.id,
         created_at: job.created_at,
         provisioner: job.provisioner.clone(),
-        template_source_archive: file.data,
+        template_source_archive: archive.as_ref().clone(),
         kind,
     })
 }

@@ -208,21 +208,28 @@ impl Session {
                     }
                 }
             }
-            DaemonMessage::Complete { job_id, result } => {
-                let completion = completion_of(*result);
-                let (completion, timings) = completion;
+            DaemonMessage::Complete {
+                job_id,
+                result,
+                logs,
+            } => {
+                let (completion, timings) = completion_of(*result);
                 let outcome = self
                     .state
                     .store
-                    .complete_job(job_id, self.daemon.id, &completion, &timings)
+                    .complete_job(job_id, self.daemon.id, &completion, &timings, &logs)
                     .await;
                 self.finish(job_id, outcome).await
             }
-            DaemonMessage::Fail { job_id, failure } => {
+            DaemonMessage::Fail {
+                job_id,
+                failure,
+                logs,
+            } => {
                 let outcome = self
                     .state
                     .store
-                    .fail_job(job_id, self.daemon.id, &failure)
+                    .fail_job(job_id, self.daemon.id, &failure, &logs)
                     .await;
                 self.finish(job_id, outcome).await
             }
@@ -260,7 +267,7 @@ impl Session {
         if let Err(e) = self
             .state
             .store
-            .fail_job(job, self.daemon.id, &failure)
+            .fail_job(job, self.daemon.id, &failure, &[])
             .await
         {
             tracing::warn!(error = %e, job = %job, "failing an abandoned job");
@@ -367,7 +374,7 @@ impl Session {
                     if let Err(e) = self
                         .state
                         .store
-                        .fail_job(job.id, self.daemon.id, &failure)
+                        .fail_job(job.id, self.daemon.id, &failure, &[])
                         .await
                     {
                         tracing::error!(error = %e, job = %job.id, "failing the unpreparable job");

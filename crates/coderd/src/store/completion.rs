@@ -5,7 +5,9 @@ use codersdk::proto;
 use codersdk::provisionerd::{JobFailure, Timing};
 use uuid::Uuid;
 
-use super::jobs::notify;
+use codersdk::provisionerd::JobLog;
+
+use super::jobs::{append_logs, notify};
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
 use super::{Result, Store, timed};
@@ -36,20 +38,22 @@ pub enum FinishOutcome {
     Gone(String),
 }
 
-/// Claims the job for completion: marks it completed if `worker` holds it and it is still open.
-/// Returns the job type, or how to answer when it cannot be claimed.
+/// Claims the job for completion: marks it completed if `worker` holds it and it is still open,
+/// and appends the daemon's last log lines. Returns the job type, or how to answer when it
+/// cannot be claimed.
 async fn close_job(
     tx: &mut sqlx::PgConnection,
     job: Uuid,
     worker: Uuid,
     error: Option<&str>,
     error_code: Option<&str>,
+    logs: &[JobLog],
 ) -> Result<std::result::Result<String, FinishOutcome>> {
-    let closed = sqlx::query_scalar!(
+    let closed = sqlx::query!(
         r#"UPDATE provisioner_jobs
            SET completed_at = now(), updated_at = now(), error = $3, error_code = $4
            WHERE id = $1 AND worker_id = $2 AND completed_at IS NULL
-           RETURNING type"#,
+           RETURNING type, logs_length, logs_overflowed"#,
         job,
         worker,
         error,
@@ -57,8 +61,16 @@ async fn close_job(
     )
     .fetch_optional(&mut *tx)
     .await?;
-    if let Some(kind) = closed {
-        return Ok(Ok(kind));
+    if let Some(closed) = closed {
+        append_logs(
+            &mut *tx,
+            job,
+            logs,
+            closed.logs_length,
+            closed.logs_overflowed,
+        )
+        .await?;
+        return Ok(Ok(closed.r#type));
     }
     let current = sqlx::query!(
         "SELECT worker_id, completed_at IS NOT NULL AS \"done!\", error FROM provisioner_jobs WHERE id = $1",
@@ -119,10 +131,11 @@ impl Store {
         worker: Uuid,
         completion: &Completion,
         timings: &[Timing],
+        logs: &[JobLog],
     ) -> Result<FinishOutcome> {
         timed("complete_job", async {
             let mut tx = self.pool.begin().await?;
-            if let Err(outcome) = close_job(&mut tx, job, worker, None, None).await? {
+            if let Err(outcome) = close_job(&mut tx, job, worker, None, None, logs).await? {
                 return Ok(outcome);
             }
             match completion {
@@ -172,6 +185,7 @@ impl Store {
         job: Uuid,
         worker: Uuid,
         failure: &JobFailure,
+        logs: &[JobLog],
     ) -> Result<FinishOutcome> {
         timed("fail_job", async {
             let mut tx = self.pool.begin().await?;
@@ -185,7 +199,7 @@ impl Store {
             let as_cancel = failure.canceled && was_canceled;
             let error = (!as_cancel).then_some(failure.error.as_str());
             let code = (!as_cancel && !failure.error_code.is_empty()).then_some(failure.error_code.as_str());
-            let kind = match close_job(&mut tx, job, worker, error, code).await? {
+            let kind = match close_job(&mut tx, job, worker, error, code, logs).await? {
                 Ok(kind) => kind,
                 Err(outcome) => return Ok(outcome),
             };

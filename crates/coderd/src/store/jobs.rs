@@ -13,6 +13,9 @@ use uuid::Uuid;
 use super::{Result, Store, timed};
 use crate::pubsub::channels;
 
+/// Queue positions and sizes are counted up to this many jobs.
+pub const QUEUE_COUNT_CAP: i64 = 10_000;
+
 /// Most bytes of log output kept per job; later lines are dropped and the job flagged.
 pub const MAX_JOB_LOGS_BYTES: i32 = 1 << 20;
 
@@ -356,21 +359,33 @@ impl Store {
         .await
     }
 
-    /// (position, size) of a pending job among pending jobs with the same tags and provisioner.
+    /// (position, size) of a pending job among pending jobs with the same tags and provisioner,
+    /// each counted up to [`QUEUE_COUNT_CAP`]. Both counts walk the pending index in its order and
+    /// stop at the cap: a plain count let the cached generic plan (which cannot tell a key with
+    /// three pending jobs from one with fifty thousand) choose a sequential scan of all jobs.
     pub async fn queue_position(&self, job: &JobRow) -> Result<(i64, i64)> {
         timed("queue_position", async {
             let r = sqlx::query!(
                 r#"SELECT
-                     count(*) FILTER (WHERE (created_at, id) < ($4, $5)) AS "ahead!",
-                     count(*) AS "size!"
-                   FROM provisioner_jobs
-                   WHERE organization_id = $1 AND provisioner = $2 AND tags_key = $3
-                     AND started_at IS NULL AND canceled_at IS NULL"#,
+                     (SELECT count(*) FROM (
+                        SELECT 1 FROM provisioner_jobs
+                        WHERE organization_id = $1 AND provisioner = $2 AND tags_key = $3
+                          AND started_at IS NULL AND canceled_at IS NULL
+                          AND (created_at, id) < ($4, $5)
+                        ORDER BY created_at, id
+                        LIMIT $6) ahead) AS "ahead!",
+                     (SELECT count(*) FROM (
+                        SELECT 1 FROM provisioner_jobs
+                        WHERE organization_id = $1 AND provisioner = $2 AND tags_key = $3
+                          AND started_at IS NULL AND canceled_at IS NULL
+                        ORDER BY created_at, id
+                        LIMIT $6) size) AS "size!""#,
                 job.organization_id,
                 job.provisioner,
                 job.tags_key,
                 job.created_at,
-                job.id
+                job.id,
+                QUEUE_COUNT_CAP
             )
             .fetch_one(&self.pool)
             .await?;
@@ -407,6 +422,35 @@ impl Store {
         })
         .await
     }
+}
+
+/// Appends the lines that fit under the job's cap, inside a transaction that holds the job's
+/// row; returns whether any line was written (the caller notifies followers).
+pub(super) async fn append_logs(
+    tx: &mut sqlx::PgConnection,
+    job: Uuid,
+    logs: &[JobLog],
+    length: i32,
+    overflowed: bool,
+) -> Result<bool> {
+    if logs.is_empty() {
+        return Ok(false);
+    }
+    let (kept, bytes, now_overflowed) = fit_logs(logs, length, overflowed);
+    if !kept.is_empty() {
+        insert_logs(&mut *tx, job, kept).await?;
+    }
+    if bytes != 0 || now_overflowed != overflowed {
+        sqlx::query!(
+            "UPDATE provisioner_jobs SET logs_length = logs_length + $2, logs_overflowed = $3 WHERE id = $1",
+            job,
+            bytes,
+            now_overflowed
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(!kept.is_empty())
 }
 
 /// Which of `logs` fit under the per-job cap, their size, and whether the job now overflows.

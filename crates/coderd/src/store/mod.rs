@@ -32,7 +32,9 @@ pub use templates::{
     TemplateVersionRow,
 };
 pub use users::{NewUser, UserQuery, UserRow};
-pub use workspaces::{BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow};
+pub use workspaces::{
+    BuildContext, BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

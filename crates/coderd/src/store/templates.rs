@@ -39,7 +39,6 @@ pub struct TemplateRow {
     pub organization_display_name: String,
     pub organization_icon: String,
     pub created_by_username: String,
-    pub active_user_count: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +112,20 @@ pub struct ImportResult {
 }
 
 impl Store {
+    /// How many users have workspaces of each template (templates without any are absent).
+    pub async fn template_active_users(&self) -> Result<std::collections::HashMap<Uuid, i64>> {
+        timed("template_active_users", async {
+            let rows = sqlx::query!(
+                r#"SELECT template_id, count(DISTINCT owner_id) AS "users!"
+                   FROM workspaces WHERE NOT deleted GROUP BY template_id"#
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            Ok(rows.into_iter().map(|r| (r.template_id, r.users)).collect())
+        })
+        .await
+    }
+
     /// Stores an upload, or finds the same bytes the same user uploaded before. Returns the id
     /// and whether it is new.
     pub async fn insert_file(
@@ -317,9 +330,7 @@ impl Store {
             Ok(sqlx::query_as!(
                 TemplateRow,
                 r#"SELECT t.*, o.name AS organization_name, o.display_name AS organization_display_name,
-                          o.icon AS organization_icon, u.username AS created_by_username,
-                          (SELECT count(DISTINCT w.owner_id) FROM workspaces w
-                           WHERE w.template_id = t.id AND NOT w.deleted) AS "active_user_count!"
+                          o.icon AS organization_icon, u.username AS created_by_username
                    FROM templates t
                    JOIN organizations o ON o.id = t.organization_id
                    JOIN users u ON u.id = t.created_by
@@ -431,9 +442,7 @@ async fn template_by(
     Ok(sqlx::query_as!(
         TemplateRow,
         r#"SELECT t.*, o.name AS organization_name, o.display_name AS organization_display_name,
-                  o.icon AS organization_icon, u.username AS created_by_username,
-                  (SELECT count(DISTINCT w.owner_id) FROM workspaces w
-                   WHERE w.template_id = t.id AND NOT w.deleted) AS "active_user_count!"
+                  o.icon AS organization_icon, u.username AS created_by_username
            FROM templates t
            JOIN organizations o ON o.id = t.organization_id
            JOIN users u ON u.id = t.created_by

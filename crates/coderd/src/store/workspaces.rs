@@ -190,17 +190,70 @@ impl Store {
         .await
     }
 
-    /// One page of the workspaces `filter` lets the caller see, plus how many match in all.
-    pub async fn list_workspaces(
+    /// One page of the workspaces `filter` lets the caller see (ids, in display order), plus how
+    /// many match in all. Only a status filter needs each workspace's latest build; without one,
+    /// the page and the count come from the workspaces (and their owners) alone, so a page costs
+    /// an index walk rather than a look at every visible workspace's builds.
+    pub async fn list_workspace_ids(
         &self,
         q: &WorkspaceQuery,
         filter: &Filter,
-    ) -> Result<(Vec<WorkspaceRow>, i64)> {
-        timed("list_workspaces", async {
+    ) -> Result<(Vec<Uuid>, i64)> {
+        timed("list_workspace_ids", async {
             let pattern = format!(
                 "%{}%",
                 q.name.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
             );
+            if q.status.is_empty() {
+                let ids = sqlx::query_scalar!(
+                    r#"SELECT w.id
+                       FROM workspaces w
+                       JOIN users u ON u.id = w.owner_id
+                       JOIN templates t ON t.id = w.template_id
+                       WHERE w.deleted = $1
+                         AND ($2 OR w.organization_id = ANY($3)
+                              OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
+                         AND ($6::uuid IS NULL OR w.owner_id = $6)
+                         AND ($7 = '%%' OR w.name ILIKE $7)
+                         AND ($8 = '' OR lower(t.name) = lower($8))
+                       ORDER BY lower(u.username), lower(w.name)
+                       LIMIT $9 OFFSET $10"#,
+                    q.deleted,
+                    filter.all,
+                    &filter.orgs,
+                    filter.owner,
+                    &filter.owner_orgs,
+                    q.owner,
+                    pattern,
+                    q.template,
+                    q.limit,
+                    q.offset
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                let total = sqlx::query_scalar!(
+                    r#"SELECT count(*) AS "count!"
+                       FROM workspaces w
+                       JOIN templates t ON t.id = w.template_id
+                       WHERE w.deleted = $1
+                         AND ($2 OR w.organization_id = ANY($3)
+                              OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
+                         AND ($6::uuid IS NULL OR w.owner_id = $6)
+                         AND ($7 = '%%' OR w.name ILIKE $7)
+                         AND ($8 = '' OR lower(t.name) = lower($8))"#,
+                    q.deleted,
+                    filter.all,
+                    &filter.orgs,
+                    filter.owner,
+                    &filter.owner_orgs,
+                    q.owner,
+                    pattern,
+                    q.template
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                return Ok((ids, total));
+            }
             let rows = sqlx::query!(
                 r#"SELECT w.id, count(*) OVER () AS "total!"
                    FROM workspaces w
@@ -217,7 +270,7 @@ impl Store {
                      AND ($6::uuid IS NULL OR w.owner_id = $6)
                      AND ($7 = '%%' OR w.name ILIKE $7)
                      AND ($8 = '' OR lower(t.name) = lower($8))
-                     AND ($9 = '' OR (CASE
+                     AND (CASE
                             WHEN lb.completed_at IS NOT NULL AND lb.error IS NOT NULL THEN 'failed'
                             WHEN lb.completed_at IS NOT NULL AND lb.canceled_at IS NOT NULL THEN 'canceled'
                             WHEN lb.completed_at IS NOT NULL THEN
@@ -225,7 +278,7 @@ impl Store {
                             WHEN lb.canceled_at IS NOT NULL THEN 'canceling'
                             WHEN lb.started_at IS NULL THEN 'pending'
                             ELSE CASE lb.transition WHEN 'start' THEN 'starting' WHEN 'stop' THEN 'stopping' ELSE 'deleting' END
-                          END) = $9)
+                          END) = $9
                    ORDER BY lower(u.username), lower(w.name)
                    LIMIT $10 OFFSET $11"#,
                 q.deleted,
@@ -243,7 +296,14 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
             let total = rows.first().map_or(0, |r| r.total);
-            let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+            Ok((rows.into_iter().map(|r| r.id).collect(), total))
+        })
+        .await
+    }
+
+    /// Workspaces by id, in the order of `ids`.
+    pub async fn workspaces_by_ids(&self, ids: &[Uuid]) -> Result<Vec<WorkspaceRow>> {
+        timed("workspaces_by_ids", async {
             let mut found = sqlx::query_as!(
                 WorkspaceRow,
                 r#"SELECT w.*, u.username AS owner_username, u.avatar_url AS owner_avatar_url,
@@ -256,12 +316,14 @@ impl Store {
                    JOIN organizations o ON o.id = w.organization_id
                    JOIN templates t ON t.id = w.template_id
                    WHERE w.id = ANY($1)"#,
-                &ids
+                ids
             )
             .fetch_all(&self.pool)
             .await?;
-            found.sort_by_key(|w| ids.iter().position(|id| *id == w.id));
-            Ok((found, total))
+            let order: std::collections::HashMap<Uuid, usize> =
+                ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+            found.sort_by_key(|w| order.get(&w.id).copied().unwrap_or(usize::MAX));
+            Ok(found)
         })
         .await
     }
@@ -466,4 +528,54 @@ async fn build_by(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<BuildRow> {
     )
     .fetch_one(&mut *conn)
     .await?)
+}
+
+/// Everything a build job's payload needs, in one query.
+#[derive(Debug, Clone)]
+pub struct BuildContext {
+    pub build_id: Uuid,
+    pub transition: String,
+    pub state: Option<Vec<u8>>,
+    pub parameter_names: Vec<String>,
+    pub parameter_values: Vec<String>,
+    pub workspace_id: Uuid,
+    pub workspace_name: String,
+    pub owner_id: Uuid,
+    pub owner_username: String,
+    pub owner_email: String,
+    pub owner_name: String,
+    pub template_id: Uuid,
+    pub template_name: String,
+    pub version_name: String,
+    pub user_variable_values: serde_json::Value,
+}
+
+impl Store {
+    /// The build a job runs, with its workspace, owner, template, version, state and parameters.
+    pub async fn build_context(&self, build: Uuid) -> Result<BuildContext> {
+        timed("build_context", async {
+            Ok(sqlx::query_as!(
+                BuildContext,
+                r#"SELECT b.id AS build_id, b.transition, b.provisioner_state AS state,
+                          COALESCE((SELECT array_agg(p.name ORDER BY p.name) FROM workspace_build_parameters p
+                                    WHERE p.workspace_build_id = b.id), '{}') AS "parameter_names!",
+                          COALESCE((SELECT array_agg(p.value ORDER BY p.name) FROM workspace_build_parameters p
+                                    WHERE p.workspace_build_id = b.id), '{}') AS "parameter_values!",
+                          w.id AS workspace_id, w.name AS workspace_name,
+                          u.id AS owner_id, u.username AS owner_username, u.email AS owner_email,
+                          u.name AS owner_name, t.id AS template_id, t.name AS template_name,
+                          v.name AS version_name, v.user_variable_values
+                   FROM workspace_builds b
+                   JOIN workspaces w ON w.id = b.workspace_id
+                   JOIN users u ON u.id = w.owner_id
+                   JOIN template_versions v ON v.id = b.template_version_id
+                   JOIN templates t ON t.id = w.template_id
+                   WHERE b.id = $1"#,
+                build
+            )
+            .fetch_one(&self.pool)
+            .await?)
+        })
+        .await
+    }
 }

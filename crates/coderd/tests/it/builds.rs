@@ -661,3 +661,45 @@ async fn a_daemon_that_dies_mid_job_has_its_job_failed_and_the_workspace_builds_
     assert_eq!(again.status, WorkspaceStatus::Running);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_workspace_lists_are_streamed_in_chunks_and_complete() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| {
+        o.provisioner_daemons = 2;
+        o.http.workspace_list_chunk = 2;
+    })
+    .await?;
+    let (owner, _) = app.owner().await?;
+    let template = app
+        .echo_template(&owner, "t", &lifecycle_template(), &[])
+        .await?;
+    for i in 0..5 {
+        let ws = create(&owner, template.id, &format!("ws{i}"), &[]).await?;
+        wait_build(&owner, ws.latest_build.id).await?;
+    }
+    let all = owner.workspaces("").await?;
+    assert_eq!(all.count, 5);
+    let names: Vec<_> = all.workspaces.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["ws0", "ws1", "ws2", "ws3", "ws4"],
+        "complete and in order across chunks"
+    );
+    assert!(
+        all.workspaces
+            .iter()
+            .all(|w| w.latest_build.status == WorkspaceStatus::Running)
+    );
+    let page = owner
+        .get_query::<codersdk::workspaces::WorkspacesResponse, _>(
+            "/api/v2/workspaces",
+            &[("limit", "2"), ("offset", "2")],
+        )
+        .await?;
+    assert_eq!((page.count, page.workspaces.len()), (5, 2));
+    assert_eq!(page.workspaces[0].name, "ws2");
+    assert_eq!(owner.workspaces("status:running").await?.count, 5);
+    assert_eq!(owner.workspaces("status:stopped").await?.count, 0);
+    assert_eq!(owner.workspaces("name:ws3").await?.count, 1);
+    Ok(())
+}

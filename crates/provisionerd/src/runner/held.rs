@@ -81,6 +81,7 @@ impl HeldJob {
                 message: DaemonMessage::Fail {
                     job_id: id,
                     failure: JobFailure::new(error),
+                    logs: Vec::new(),
                 },
                 sent: false,
                 since: now,
@@ -163,8 +164,9 @@ impl HeldJob {
         };
     }
 
-    /// Sends whatever is due: logs and heartbeats while running; once done, all logs and then
-    /// the result. A full channel leaves the rest for the next call.
+    /// Sends whatever is due: logs and heartbeats while running; once done, the result with
+    /// the last lines in it (coderd records both in one transaction), preceded by updates when
+    /// the backlog is bigger than one frame. A full channel leaves the rest for the next call.
     pub(super) fn sync(
         &mut self,
         outgoing: &mpsc::Sender<DaemonMessage>,
@@ -175,14 +177,33 @@ impl HeldJob {
                 if self.cadence.poll(now, !self.logs.is_empty()) {
                     // Even when the channel is full: what waits in it tells coderd the job is
                     // alive, and retrying at once would spin.
-                    send_logs(self.id, &self.logs, outgoing, true)?;
+                    send_logs(self.id, &self.logs, outgoing)?;
                     self.cadence.sent(now);
                 }
             }
             Phase::Done { message, sent, .. } if !*sent => {
-                if send_logs(self.id, &self.logs, outgoing, false)? && self.logs.is_empty() {
-                    *sent = send(outgoing, message.clone())?;
+                while self.logs.buffered_bytes() > MAX_UPDATE_BYTES {
+                    let Some(permit) = reserve(outgoing)? else {
+                        return Ok(());
+                    };
+                    permit.send(DaemonMessage::Update {
+                        job_id: self.id,
+                        logs: self.logs.take_batch(MAX_UPDATE_BYTES),
+                    });
                 }
+                let Some(permit) = reserve(outgoing)? else {
+                    return Ok(());
+                };
+                // Kept in the message: a resend after a reconnect carries them again. (A done
+                // job's message is always its result.)
+                if let DaemonMessage::Complete { logs, .. } | DaemonMessage::Fail { logs, .. } =
+                    message
+                    && !self.logs.is_empty()
+                {
+                    logs.extend(self.logs.take());
+                }
+                permit.send(message.clone());
+                *sent = true;
             }
             Phase::Done { .. } => {}
         }
@@ -199,32 +220,34 @@ impl HeldJob {
     }
 }
 
-/// Sends the buffered logs in updates; with `heartbeat`, one empty update when there are none.
-/// `Ok(false)` when the channel filled up before anything went out.
+/// Sends the buffered logs in updates, or one empty update (a heartbeat) when there are none.
 fn send_logs(
     job_id: Uuid,
     logs: &LogSink,
     outgoing: &mpsc::Sender<DaemonMessage>,
-    heartbeat: bool,
-) -> Result<bool, Closed> {
-    if logs.is_empty() && !heartbeat {
-        return Ok(true);
-    }
-    let mut any = false;
+) -> Result<(), Closed> {
     loop {
-        let permit = match outgoing.try_reserve() {
-            Ok(permit) => permit,
-            Err(TrySendError::Full(())) => return Ok(any),
-            Err(TrySendError::Closed(())) => return Err(Closed),
+        let Some(permit) = reserve(outgoing)? else {
+            return Ok(());
         };
         permit.send(DaemonMessage::Update {
             job_id,
             logs: logs.take_batch(MAX_UPDATE_BYTES),
         });
-        any = true;
         if logs.is_empty() {
-            return Ok(true);
+            return Ok(());
         }
+    }
+}
+
+/// A slot in the channel; `None` when it is full.
+fn reserve(
+    outgoing: &mpsc::Sender<DaemonMessage>,
+) -> Result<Option<mpsc::Permit<'_, DaemonMessage>>, Closed> {
+    match outgoing.try_reserve() {
+        Ok(permit) => Ok(Some(permit)),
+        Err(TrySendError::Full(())) => Ok(None),
+        Err(TrySendError::Closed(())) => Err(Closed),
     }
 }
 
@@ -259,6 +282,7 @@ pub(super) fn result_message(
             return DaemonMessage::Complete {
                 job_id,
                 result: Box::new(result),
+                logs: Vec::new(),
             };
         }
         Err(failure) => failure,
@@ -275,7 +299,11 @@ pub(super) fn result_message(
             "the provisioner failed without saying why".into()
         };
     }
-    DaemonMessage::Fail { job_id, failure }
+    DaemonMessage::Fail {
+        job_id,
+        failure,
+        logs: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -360,16 +388,20 @@ mod tests {
         assert!(failure_of(&message).error.contains("aborted"));
     }
 
+    fn fail_logs(message: Option<DaemonMessage>) -> Vec<String> {
+        match message {
+            Some(DaemonMessage::Fail { logs, .. }) => logs.into_iter().map(|l| l.output).collect(),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
     #[tokio::test]
-    async fn done_jobs_flush_logs_before_the_result() {
+    async fn done_jobs_send_their_last_logs_with_the_result_on_every_resend() {
         let (tx, mut rx) = mpsc::channel(8);
         let mut job = HeldJob::refused(Uuid::nil(), "nope", Instant::now());
         job.logs.log(LogLevel::Info, "s", "last words");
         job.sync(&tx, Instant::now()).expect("open");
-        assert!(
-            matches!(rx.recv().await, Some(DaemonMessage::Update { logs, .. }) if logs.len() == 1)
-        );
-        assert!(matches!(rx.recv().await, Some(DaemonMessage::Fail { .. })));
+        assert_eq!(fail_logs(rx.recv().await), ["last words"]);
         job.sync(&tx, Instant::now()).expect("open");
         assert!(
             rx.try_recv().is_err(),
@@ -377,9 +409,54 @@ mod tests {
         );
         job.reconnected();
         job.sync(&tx, Instant::now()).expect("open");
-        assert!(matches!(rx.recv().await, Some(DaemonMessage::Fail { .. })));
+        assert_eq!(
+            fail_logs(rx.recv().await),
+            ["last words"],
+            "a resend must not lose the lines the lost send carried"
+        );
         drop(rx);
         job.reconnected();
         assert!(job.sync(&tx, Instant::now()).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_backlog_bigger_than_a_frame_goes_ahead_in_updates() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut job = HeldJob::refused(Uuid::nil(), "nope", Instant::now());
+        let line = "x".repeat(64 << 10);
+        for _ in 0..24 {
+            job.logs.log(LogLevel::Info, "s", line.clone());
+        }
+        job.sync(&tx, Instant::now()).expect("open");
+        let mut lines = 0;
+        loop {
+            match rx.recv().await {
+                Some(DaemonMessage::Update { logs, .. }) => lines += logs.len(),
+                Some(DaemonMessage::Fail { logs, .. }) => {
+                    lines += logs.len();
+                    let bytes: usize = logs.iter().map(|l| l.output.len()).sum();
+                    assert!(bytes <= MAX_UPDATE_BYTES, "{bytes} bytes in the result");
+                    break;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(lines, 24);
+    }
+
+    #[tokio::test]
+    async fn a_full_channel_holds_the_result_back_without_losing_lines() {
+        let (tx, mut rx) = mpsc::channel(1);
+        tx.try_send(DaemonMessage::Ready).expect("room");
+        let mut job = HeldJob::refused(Uuid::nil(), "nope", Instant::now());
+        job.logs.log(LogLevel::Info, "s", "kept");
+        job.sync(&tx, Instant::now()).expect("open");
+        assert!(matches!(rx.recv().await, Some(DaemonMessage::Ready)));
+        assert!(
+            rx.try_recv().is_err(),
+            "nothing fit while the channel was full"
+        );
+        job.sync(&tx, Instant::now()).expect("open");
+        assert_eq!(fail_logs(rx.recv().await), ["kept"]);
     }
 }

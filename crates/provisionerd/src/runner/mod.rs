@@ -266,7 +266,14 @@ impl<'c, C: Connector> Daemon<'c, C> {
                     held.id
                 ));
                 // Best effort: coderd broke the protocol, and fails the job itself if this is lost.
-                let _ = send(&conn.outgoing, DaemonMessage::Fail { job_id, failure });
+                let _ = send(
+                    &conn.outgoing,
+                    DaemonMessage::Fail {
+                        job_id,
+                        failure,
+                        logs: vec![],
+                    },
+                );
                 return;
             }
         }

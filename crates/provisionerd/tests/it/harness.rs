@@ -189,7 +189,8 @@ impl Peer {
         }
     }
 
-    /// Collects updates until the job's result, checking that they are all about `job_id`.
+    /// Collects updates until the job's result, checking that they are all about `job_id`:
+    /// the job's logs (from its updates and its result) and its result.
     pub async fn result(&mut self, job_id: Uuid) -> anyhow::Result<(Vec<JobLog>, DaemonMessage)> {
         let mut logs = Vec::new();
         loop {
@@ -198,11 +199,35 @@ impl Peer {
                     job_id: id,
                     logs: more,
                 } if id == job_id => logs.extend(more),
-                message @ (DaemonMessage::Complete { job_id: id, .. }
-                | DaemonMessage::Fail { job_id: id, .. })
-                    if id == job_id =>
-                {
-                    return Ok((logs, message));
+                DaemonMessage::Complete {
+                    job_id: id,
+                    result,
+                    logs: last,
+                } if id == job_id => {
+                    logs.extend(last.iter().cloned());
+                    return Ok((
+                        logs,
+                        DaemonMessage::Complete {
+                            job_id,
+                            result,
+                            logs: last,
+                        },
+                    ));
+                }
+                DaemonMessage::Fail {
+                    job_id: id,
+                    failure,
+                    logs: last,
+                } if id == job_id => {
+                    logs.extend(last.iter().cloned());
+                    return Ok((
+                        logs,
+                        DaemonMessage::Fail {
+                            job_id,
+                            failure,
+                            logs: last,
+                        },
+                    ));
                 }
                 other => bail!("unexpected message while job {job_id} runs: {other:?}"),
             }
