@@ -19,11 +19,23 @@ const OWN_TERRAFORM_VARIABLES: [&str; 4] = [
 ];
 
 /// The daemon's side of the environment, the same for every job.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct DaemonEnv {
     inherited: Vec<(OsString, OsString)>,
     cli_config: OsString,
     plugin_cache: OsString,
+}
+
+impl std::fmt::Debug for DaemonEnv {
+    // The inherited values are the daemon's credentials: only their names are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<_> = self.inherited.iter().map(|(name, _)| name).collect();
+        f.debug_struct("DaemonEnv")
+            .field("inherited", &names)
+            .field("cli_config", &self.cli_config)
+            .field("plugin_cache", &self.plugin_cache)
+            .finish()
+    }
 }
 
 impl DaemonEnv {
@@ -165,6 +177,8 @@ mod tests {
             Path::new("/cache/plugins"),
         );
         assert_eq!(daemon.path().and_then(|p| p.to_str()), Some("/usr/bin"));
+        let shown = format!("{daemon:?}");
+        assert!(shown.contains("AWS_ACCESS_KEY_ID") && !shown.contains("for-providers"));
         let metadata = Metadata {
             coder_url: "http://coder.example".into(),
             workspace_name: "dev".into(),
