@@ -30,6 +30,11 @@ pub struct Sizes {
     pub list_workspaces: usize,
     /// `coder server` restarts on an existing embedded cluster.
     pub startup_runs: usize,
+    /// P7: sequential start/stop terraform builds measured (after the first build).
+    pub terraform_builds: usize,
+    /// P8: simulated agents, and their steady-state window.
+    pub agents: usize,
+    pub agent_window: Duration,
     /// Time limit for any single wait (a job to finish, a process to answer).
     pub timeout: Duration,
 }
@@ -52,12 +57,16 @@ impl Sizes {
             api_duration: Duration::from_secs(15),
             list_workspaces: 10_000,
             startup_runs: 5,
+            terraform_builds: 20,
+            agents: 2_000,
+            agent_window: Duration::from_secs(60),
             timeout: Duration::from_secs(60),
         }
     }
 
     /// Same scenarios and scales where they define the goal (8 daemons, 50,000 poisoned jobs,
-    /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs.
+    /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs; P8 with 200 agents (the
+    /// ramp-up and window of 2,000 do not fit).
     pub fn quick() -> Self {
         Self {
             runs: 2,
@@ -66,6 +75,9 @@ impl Sizes {
             bare_jobs: 400,
             api_duration: Duration::from_secs(3),
             startup_runs: 2,
+            terraform_builds: 6,
+            agents: 200,
+            agent_window: Duration::from_secs(10),
             ..Self::full()
         }
     }
@@ -88,6 +100,9 @@ impl Sizes {
             api_duration: Duration::from_secs(1),
             list_workspaces: 60,
             startup_runs: 1,
+            terraform_builds: 2,
+            agents: 20,
+            agent_window: Duration::from_secs(3),
             timeout: Duration::from_secs(60),
         }
     }

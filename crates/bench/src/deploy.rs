@@ -42,6 +42,33 @@ pub fn build_template() -> anyhow::Result<EchoTemplate> {
     }))?)
 }
 
+/// The template of the simulated agents (P8): a resource with one agent declaring two metadata
+/// keys, as a template with `metadata` blocks on its `coder_agent` does.
+pub fn agent_template() -> anyhow::Result<EchoTemplate> {
+    let metadata: Vec<serde_json::Value> = crate::scenarios::agents::KEYS
+        .iter()
+        .map(|key| {
+            serde_json::json!({
+                "key": key, "display_name": key, "script": format!("echo {key}"),
+                "interval": crate::scenarios::agents::METADATA_EVERY.as_secs(), "timeout": 1
+            })
+        })
+        .collect();
+    Ok(serde_json::from_value(serde_json::json!({
+        "start": {
+            "resources": [{
+                "name": "dev", "type": "bench_instance",
+                "agents": [{
+                    "name": "main", "operating_system": "linux", "architecture": "amd64",
+                    "auth": {"token": "bench-agent-token"},
+                    "metadata": metadata
+                }]
+            }]
+        },
+        "stop": {"resources": [{"name": "dev", "type": "bench_instance"}]}
+    }))?)
+}
+
 pub struct Deployment {
     pub server: Server,
     pub daemons: Option<Daemons>,
@@ -106,12 +133,28 @@ impl Deployment {
             &crate::procs::open_dir(&self.dir.join("daemons"))?,
             &self.owner,
             &self.token,
+            ("echo", "bench-"),
             count,
             self.timeout,
         )
         .await?;
         self.daemons = Some(daemons);
         Ok(())
+    }
+
+    /// One external daemon running terraform jobs (terraform from PATH), for the caller to
+    /// stop. The echo daemons take no terraform job, so it gets all of them.
+    pub async fn terraform_daemon(&self, coder_bin: &Path) -> anyhow::Result<Daemons> {
+        Daemons::start(
+            coder_bin,
+            &crate::procs::open_dir(&self.dir.join("terraform-daemon"))?,
+            &self.owner,
+            &self.token,
+            ("terraform", "tf-"),
+            1,
+            self.timeout,
+        )
+        .await
     }
 
     /// Uploads `template`, imports it (tagged with `tags`) and, when `name` is given, waits for
@@ -123,14 +166,27 @@ impl Deployment {
         tags: &[(&str, &str)],
         wait: bool,
     ) -> anyhow::Result<(Uuid, Option<Template>)> {
-        let file = self.owner.upload_tar(echo::archive(template)).await?;
+        self.template_of(name, "echo", echo::archive(template), tags, wait)
+            .await
+    }
+
+    /// [`Self::template`] for any provisioner and source archive.
+    pub async fn template_of(
+        &self,
+        name: &str,
+        provisioner: &str,
+        archive: Vec<u8>,
+        tags: &[(&str, &str)],
+        wait: bool,
+    ) -> anyhow::Result<(Uuid, Option<Template>)> {
+        let file = self.owner.upload_tar(archive).await?;
         let version = self
             .owner
             .create_template_version(
                 "default",
                 &CreateTemplateVersionRequest {
                     file_id: file.hash,
-                    provisioner: "echo".into(),
+                    provisioner: provisioner.into(),
                     storage_method: "file".into(),
                     tags: tags
                         .iter()

@@ -170,6 +170,10 @@ impl Server {
         Memory::of(self.pid)
     }
 
+    pub fn cpu(&self) -> anyhow::Result<Duration> {
+        cpu_time(self.pid)
+    }
+
     /// Graceful stop (SIGINT, as Ctrl-C), killed after `timeout`.
     pub async fn stop(mut self, timeout: Duration) -> anyhow::Result<()> {
         stop_child(&mut self.child, self.pid, timeout).await
@@ -182,26 +186,27 @@ pub struct Daemons {
 }
 
 impl Daemons {
-    /// Starts `count` echo daemons authenticated with `token` and returns once coderd lists
-    /// all of them as idle.
+    /// Starts `count` daemons of `kind` (`echo`, `terraform`) named `<prefix><n>`,
+    /// authenticated with `token`, and returns once coderd lists all of them as idle.
     pub async fn start(
         bin: &Path,
         dir: &Path,
         server: &codersdk::Client,
         token: &str,
+        (kind, prefix): (&str, &str),
         count: usize,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let mut children = Vec::with_capacity(count);
         for i in 0..count {
-            let name = format!("bench-{i}");
+            let name = format!("{prefix}{i}");
             let mut cmd = coder(bin, dir);
             cmd.env("CODER_URL", server.url().as_str())
                 .env("CODER_SESSION_TOKEN", token)
-                .args(["provisionerd", "start", "--provisioner-types", "echo"])
+                .args(["provisionerd", "start", "--provisioner-types", kind])
                 .args(["--name", &name])
                 .args(["--cache-dir", &dir.join(&name).to_string_lossy()]);
-            log_to(&mut cmd, &dir.join(format!("provisionerd-{i}.log")))?;
+            log_to(&mut cmd, &dir.join(format!("provisionerd-{name}.log")))?;
             let child = cmd.spawn().context("starting coder provisionerd")?;
             let pid =
                 Pid::from_raw(child.id().context("coder provisionerd exited at once")? as i32);
@@ -214,7 +219,7 @@ impl Daemons {
             let idle = listed
                 .iter()
                 .filter(|d| {
-                    d.name.starts_with("bench-")
+                    d.name.starts_with(prefix)
                         && d.status == codersdk::provisioners::ProvisionerDaemonStatus::Idle
                 })
                 .count();
@@ -277,6 +282,41 @@ impl Memory {
     }
 }
 
+/// CPU time a process has used so far (user + system), from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: Pid) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let ticks = parse_cpu_ticks(&stat).context("no utime/stime in /proc/<pid>/stat")?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)?
+        .filter(|hz| *hz > 0)
+        .context("sysconf(CLK_TCK) gave no value")?;
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// utime + stime, in clock ticks. The command name (field 2) may hold spaces and parentheses,
+/// so fields are counted from the last `)`.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(") ")?;
+    // `rest` starts at field 3 (state); utime and stime are fields 14 and 15.
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Raises this process's soft limit on open files to `want` (or the hard limit, if lower):
+/// simulated agents hold one socket each, and `coder server`, a child, inherits the limit.
+/// Returns the soft limit in force.
+pub fn raise_nofile(want: u64) -> anyhow::Result<u64> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    let target = want.min(hard);
+    if soft >= target {
+        return Ok(soft);
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, target, hard)?;
+    Ok(target)
+}
+
 /// The last lines of a log, for error messages.
 pub fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -295,5 +335,13 @@ mod tests {
         assert_eq!((m.rss_mib, m.hwm_mib), (10.0, 20.0));
         assert!(Memory::parse("Name:\tx\n").is_none());
         assert!(Memory::of(Pid::this()).expect("own status").rss_mib > 0.0);
+    }
+
+    #[test]
+    fn reads_cpu_ticks() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 250 17 0 0 20 0 1 0 5";
+        assert_eq!(parse_cpu_ticks(stat), Some(267));
+        assert!(parse_cpu_ticks("42 (x").is_none());
+        assert!(cpu_time(Pid::this()).is_ok());
     }
 }

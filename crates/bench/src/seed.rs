@@ -165,7 +165,8 @@ pub async fn workspaces(
     Ok(ids)
 }
 
-/// The source job's resources, their metadata, agents and apps, once per clone.
+/// The source job's resources, their metadata, agents (with their metadata keys) and apps,
+/// once per clone.
 async fn clone_resources(tx: &mut sqlx::PgConnection, salt: &str, job: Uuid) -> anyhow::Result<()> {
     let statements = [
         "INSERT INTO workspace_resources
@@ -184,6 +185,13 @@ async fn clone_resources(tx: &mut sqlx::PgConnection, salt: &str, job: Uuid) -> 
              'id', md5($1 || x.id::text || m.i)::uuid,
              'resource_id', md5($1 || x.resource_id::text || m.i)::uuid)) r
          WHERE x.resource_id IN (SELECT id FROM workspace_resources WHERE job_id = $2)",
+        "INSERT INTO workspace_agent_metadata
+         SELECT r.* FROM workspace_agent_metadata x CROSS JOIN clone_map m
+         CROSS JOIN LATERAL jsonb_populate_record(x, jsonb_build_object(
+             'agent_id', md5($1 || x.agent_id::text || m.i)::uuid)) r
+         WHERE x.agent_id IN (SELECT a.id FROM workspace_agents a
+                              JOIN workspace_resources res ON res.id = a.resource_id
+                              WHERE res.job_id = $2)",
         "INSERT INTO workspace_apps
          SELECT r.* FROM workspace_apps x CROSS JOIN clone_map m
          CROSS JOIN LATERAL jsonb_populate_record(x, jsonb_build_object(
@@ -201,6 +209,39 @@ async fn clone_resources(tx: &mut sqlx::PgConnection, salt: &str, job: Uuid) -> 
             .await?;
     }
     Ok(())
+}
+
+/// Gives each agent of `jobs` a token of its own, stored hashed the way coderd hashes agent
+/// tokens, and returns the plaintext tokens (the clones share their source's hash, and coderd
+/// never stores a token in the clear, so simulated agents need fresh ones).
+pub async fn agent_tokens(pool: &PgPool, jobs: &[Uuid]) -> anyhow::Result<Vec<String>> {
+    let agents: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT a.id FROM workspace_agents a JOIN workspace_resources r ON r.id = a.resource_id
+         WHERE r.job_id = ANY($1) ORDER BY a.id",
+    )
+    .bind(jobs)
+    .fetch_all(pool)
+    .await?;
+    let tokens: Vec<String> = agents.iter().map(|_| Uuid::new_v4().to_string()).collect();
+    let hashes: Vec<Vec<u8>> = tokens
+        .iter()
+        .map(|t| coderd::auth::hash_secret(t))
+        .collect();
+    let done = sqlx::query(
+        "UPDATE workspace_agents a SET auth_token_hash = u.hash
+         FROM unnest($1::uuid[], $2::bytea[]) AS u(id, hash) WHERE a.id = u.id",
+    )
+    .bind(&agents)
+    .bind(&hashes)
+    .execute(pool)
+    .await?;
+    ensure!(
+        done.rows_affected() == agents.len() as u64,
+        "set {} of {} agent tokens",
+        done.rows_affected(),
+        agents.len()
+    );
+    Ok(tokens)
 }
 
 /// Clones pending job `source` `count` times, dated before everything else so the clones sit at

@@ -4,10 +4,9 @@
 //! scenarios on exactly 2,000 and then 10,000 workspaces, and the bare-job drains (which add
 //! workspaces) last.
 //!
-//! Extension points: P7 (terraform overhead: build wall time minus terraform's own command time,
-//! from the job's recorded timings) and P8 (2,000 simulated agents) are reported as skipped
-//! until their scenarios exist; each becomes a module in `scenarios` and a step here, run on
-//! the same deployment.
+//! P7 (terraform overhead) and P8 (simulated agents) run last on the same deployment: P7 adds a
+//! terraform daemon only for its own builds, and P8 samples coderd's memory itself, since its
+//! peak (VmHWM) already holds the P5 listings by then.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,11 +18,13 @@ use uuid::Uuid;
 
 use crate::conditions::Conditions;
 use crate::config::Config;
-use crate::deploy::{Deployment, build_template};
+use crate::deploy::{Deployment, agent_template, build_template};
 use crate::graphile::{self, GraphileResults};
 use crate::procs::{Cluster, open_dir};
 use crate::report::{Check, Report, Row};
-use crate::scenarios::{Cycling, api, bare, builds, ceiling, list, pickup, startup};
+use crate::scenarios::{
+    Cycling, agents, api, bare, builds, ceiling, list, pickup, startup, terraform,
+};
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
 
@@ -104,24 +105,6 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         .note("3 built-in daemons; PostgreSQL's own processes not included"),
     );
     report.counts.insert("startup_runs".into(), runs.len());
-    report.rows.push(
-        Row::new(
-            "P7",
-            "terraform build overhead beyond terraform's own time",
-            "ms",
-            &[],
-        )
-        .note("not measured yet: needs the terraform engine"),
-    );
-    report.rows.push(
-        Row::new(
-            "P8",
-            "2,000 simulated agents: CPU, memory, agent API p95",
-            "",
-            &[],
-        )
-        .note("not measured yet: needs the agent API"),
-    );
     progress.step("done");
     Ok(report)
 }
@@ -404,6 +387,64 @@ async fn control_plane(
         .await
     };
     let end = deploy.server.memory()?;
+
+    // P7
+    match terraform::on_path() {
+        Some(binary) => {
+            progress.step(&format!(
+                "P7 {} terraform builds, one at a time",
+                sizes.terraform_builds
+            ));
+            let daemon = deploy.terraform_daemon(&config.coder_bin).await?;
+            let run = terraform::run(&deploy, sizes.terraform_builds).await;
+            daemon.stop(Duration::from_secs(10)).await?;
+            terraform_rows(report, &run?, &binary);
+        }
+        None => {
+            progress.step("P7 skipped: terraform is not on PATH");
+            let mut row = Row::not_measured(
+                "P7",
+                "terraform build overhead beyond terraform's own time",
+                "",
+            );
+            row.note =
+                "skipped: terraform is not on PATH (install terraform ≥ 1.5 to measure)".into();
+            report.rows.push(row);
+        }
+    }
+
+    // P8
+    progress.step(&format!(
+        "P8 {} simulated agents: seeding and connecting",
+        sizes.agents
+    ));
+    let (_, agent_tpl) = deploy
+        .template("bench-agents", &agent_template()?, &[], true)
+        .await?;
+    let agent_tpl = agent_tpl.context("the agent template was not created")?;
+    let first = deploy.workspaces(agent_tpl.id, "agents-source", 1).await?;
+    let agent_source = Source::of(&deploy.pool, first[0].id).await?;
+    let mut agent_jobs = seed::workspaces(
+        &deploy.pool,
+        agent_source,
+        sizes.agents.saturating_sub(1),
+        "agents-",
+        Jobs::Completed,
+    )
+    .await?;
+    agent_jobs.push(agent_source.job);
+    let tokens = seed::agent_tokens(&deploy.pool, &agent_jobs).await?;
+    anyhow::ensure!(
+        tokens.len() == sizes.agents,
+        "seeded {} agents, not {}",
+        tokens.len(),
+        sizes.agents
+    );
+    let agents_run = agents::run(&deploy, &tokens, sizes.agent_window, &|what| {
+        progress.step(&format!("P8 {what}"))
+    })
+    .await?;
+    agent_rows(report, &agents_run);
     deploy.stop().await?;
 
     // Rows.
@@ -638,4 +679,198 @@ async fn control_plane(
         .counts
         .insert("p6_builds".into(), builds_done as usize);
     Ok(())
+}
+
+/// A share of a terraform build and how to read it.
+type Part = (&'static str, fn(&terraform::Build) -> f64);
+
+fn terraform_rows(report: &mut Report, run: &terraform::TerraformRun, binary: &Path) {
+    let builds = &run.builds;
+    let ms = |f: fn(&terraform::Build) -> f64| -> Vec<Duration> {
+        builds
+            .iter()
+            .map(|b| Duration::from_secs_f64(f(b).max(0.0) / 1e3))
+            .collect()
+    };
+    report.counts.insert("p7_builds".into(), builds.len());
+    let Some(overhead) = Percentiles::of(&ms(terraform::Build::overhead)) else {
+        report.rows.push(Row::not_measured(
+            "P7",
+            "terraform build overhead beyond terraform's own time",
+            "no build was measured",
+        ));
+        return;
+    };
+    let version = std::process::Command::new(binary)
+        .arg("version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "terraform (version unknown)".into());
+    let commands = builds.iter().map(|b| b.commands).max().unwrap_or_default();
+    report.rows.push(
+        Row::new(
+            "P7",
+            "terraform build overhead (wall − terraform's own time) p50",
+            "ms",
+            &[overhead.p50],
+        )
+        .note(format!(
+            "{} sequential start/stop builds, 1 daemon, {version}, ≤ {commands} terraform \
+             commands per build",
+            builds.len()
+        )),
+    );
+    report.rows.push(
+        Row::new("P7", "terraform build overhead p95", "ms", &[overhead.p95])
+            .goal("≤ 200 ms p95", Check::max(200.0)),
+    );
+    report.rows.push(Row::new(
+        "P7",
+        "terraform build overhead max",
+        "ms",
+        &[overhead.max],
+    ));
+    let parts: [Part; 7] = [
+        ("build wall time (API create → completion heard)", |b| {
+            b.wall
+        }),
+        ("terraform's own time (sum of its commands)", |b| {
+            b.terraform
+        }),
+        ("overhead: job queued (created → started)", |b| b.queued),
+        ("overhead: daemon setup (started → first command)", |b| {
+            b.before
+        }),
+        ("overhead: between terraform commands", |b| b.between),
+        ("overhead: result (last command → completed)", |b| b.after),
+        (
+            "overhead: outside the job (API create, notification)",
+            |b| b.outside(),
+        ),
+    ];
+    for (what, f) in parts {
+        if let Some(p) = Percentiles::of(&ms(f)) {
+            report
+                .rows
+                .push(Row::new("P7", &format!("{what} p50"), "ms", &[p.p50]));
+        }
+    }
+    report.notes.push(format!(
+        "P7: template import (terraform init + plan, not measured) took {:.1} s",
+        run.import.as_secs_f64()
+    ));
+}
+
+fn agent_rows(report: &mut Report, run: &agents::AgentsRun) {
+    let n = run.agents;
+    report.counts.insert("p8_agents".into(), n);
+    report.counts.insert("p8_calls".into(), run.calls.len());
+    report.counts.insert("p8_errors".into(), run.errors);
+    let window = run.window.as_secs_f64();
+    report.rows.push(
+        Row::new(
+            "P8",
+            &format!("{n} simulated agents: coderd CPU"),
+            "vCPU",
+            &[run.cpu],
+        )
+        .goal("≤ 1 vCPU", Check::max(1.0))
+        .note(format!(
+            "{window:.0} s steady state; per agent a 2-key metadata batch every {} s and stats \
+             every {} s",
+            agents::METADATA_EVERY.as_secs(),
+            agents::STATS_EVERY.as_secs()
+        )),
+    );
+    report.rows.push(
+        Row::new(
+            "P8",
+            "coderd RSS peak during the window",
+            "MiB",
+            &[run.rss_peak],
+        )
+        .goal("≤ 1 GiB", Check::max(1024.0))
+        .note("sampled every 500 ms"),
+    );
+    report.rows.push(Row::new(
+        "P8",
+        "coderd RSS at the window's end",
+        "MiB",
+        &[run.rss_end],
+    ));
+    let all: Vec<Duration> = run.calls.iter().map(|(_, d)| *d).collect();
+    if let Some(p) = Percentiles::of(&all) {
+        report.rows.push(
+            Row::new("P8", "agent API p50", "ms", &[p.p50]).note(format!(
+                "{} calls in the window, timed by the agent",
+                p.count
+            )),
+        );
+        report.rows.push(
+            Row::new("P8", "agent API p95", "ms", &[p.p95]).goal("≤ 50 ms", Check::max(50.0)),
+        );
+        report
+            .rows
+            .push(Row::new("P8", "agent API p99", "ms", &[p.p99]));
+    } else {
+        report.rows.push(
+            Row::not_measured("P8", "agent API p95", "no call was sent in the window")
+                .goal("≤ 50 ms", Check::max(50.0)),
+        );
+    }
+    for (call, what) in [
+        (agents::Call::Metadata, "metadata batch p95"),
+        (agents::Call::Stats, "stats report p95"),
+    ] {
+        let of: Vec<Duration> = run
+            .calls
+            .iter()
+            .filter(|(c, _)| *c == call)
+            .map(|(_, d)| *d)
+            .collect();
+        if let Some(p) = Percentiles::of(&of) {
+            report.rows.push(Row::new("P8", what, "ms", &[p.p95]));
+        }
+    }
+    let expected = n as f64
+        * (1.0 / agents::METADATA_EVERY.as_secs_f64() + 1.0 / agents::STATS_EVERY.as_secs_f64());
+    report.rows.push(
+        Row::new(
+            "P8",
+            "agent calls answered in the window",
+            "calls/s",
+            &[run.calls.len() as f64 / window],
+        )
+        .note(format!("scheduled {expected:.0}/s")),
+    );
+    report.rows.push(Row::new(
+        "P8",
+        "database transactions",
+        "xacts/s",
+        &[run.xacts_per_second],
+    ));
+    report.rows.push(
+        Row::new("P8", "failed agent calls", "", &[run.errors as f64])
+            .goal("none", Check::max(0.0)),
+    );
+    if let Some(e) = &run.first_error {
+        report
+            .notes
+            .push(format!("P8: {} failed agent calls, first: {e}", run.errors));
+    }
+    report.rows.push(
+        Row::new(
+            "P8",
+            "connect, manifest and `ready` for all agents",
+            "s",
+            &[run.connect.as_secs_f64()],
+        )
+        .note("ramp-up, 32 at a time; not part of the window"),
+    );
 }

@@ -1,5 +1,6 @@
 //! One module per scenario. Each returns per-run figures; `suite` turns them into rows.
 
+pub mod agents;
 pub mod api;
 pub mod bare;
 pub mod builds;
@@ -7,6 +8,7 @@ pub mod ceiling;
 pub mod list;
 pub mod pickup;
 pub mod startup;
+pub mod terraform;
 
 use std::time::Duration;
 
