@@ -75,7 +75,9 @@ impl AgentConnection {
         request
             .headers_mut()
             .insert(crate::client::SESSION_TOKEN_HEADER, value);
-        let (socket, _) = tokio_tungstenite::connect_async(request)
+        // TCP_NODELAY: each API call is a few small writes (yamux frame headers and bodies);
+        // with Nagle on, the later ones wait for coderd's delayed ACK, ~40 ms per call.
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
             .await
             .map_err(crate::logs::websocket_error)?;
         let (sink, stream) = socket.split();
