@@ -6,6 +6,7 @@
 //! does: the workspace may yet be rebuilt around this agent's token.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use codersdk::ClientError;
 use codersdk::agentsdk::{AgentConnection, Manifest, Request, Response, StartupInfo};
@@ -42,6 +43,9 @@ pub(crate) struct Link {
     pub(crate) reporter: Reporter,
     pub(crate) stats: Arc<Stats>,
     pub(crate) sessions: watch::Sender<Option<Arc<Session>>>,
+    /// Whether coderd's latest answer was a refusal (401/403), cleared by the next connection.
+    /// A refused agent cannot report anything, so its shutdown does not wait to.
+    pub(crate) refused: Arc<AtomicBool>,
 }
 
 /// Connects, serves and reconnects until `stop`.
@@ -89,6 +93,7 @@ async fn connect(link: &Link) -> Option<AgentConnection> {
                 "coderd refused this agent: {}{detail}; retrying",
                 response.message
             );
+            link.refused.store(true, Ordering::Relaxed);
             return None;
         }
         Err(error) => {
@@ -96,6 +101,7 @@ async fn connect(link: &Link) -> Option<AgentConnection> {
             return None;
         }
     };
+    link.refused.store(false, Ordering::Relaxed);
     let manifest = match rpc::call(&connection, Request::GetManifest).await {
         Ok(Response::Manifest(manifest)) => *manifest,
         Ok(other) => {

@@ -17,6 +17,7 @@ mod stats;
 mod workspace;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use codersdk::agentsdk::LifecycleState;
 use tokio::sync::watch;
@@ -56,12 +57,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Agen
     tracing::info!(url = %config.url, version = %config.version, "starting the workspace agent");
 
     let stop_link = CancellationToken::new();
+    let refused = Arc::new(AtomicBool::new(false));
     let link = tokio::spawn(connection::maintain(
         Link {
             config: config.clone(),
             reporter: reporter.clone(),
             stats,
             sessions: sessions_tx,
+            refused: refused.clone(),
         },
         stop_link.clone(),
     ));
@@ -86,7 +89,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Agen
         None => LifecycleState::Off,
     };
     lifecycle.set(last);
-    if !reporter.wait_idle(timings.final_report_timeout).await {
+    if refused.load(Ordering::Relaxed) {
+        // Waiting would only collect more refusals (an agent of an old build, a revoked
+        // token) and hold up whoever is stopping the workspace.
+        tracing::info!("coderd refuses this agent: not waiting to report the final state");
+    } else if !reporter.wait_idle(timings.final_report_timeout).await {
         tracing::warn!(
             timeout = ?timings.final_report_timeout,
             "could not tell coderd the final lifecycle state and logs in time"

@@ -32,6 +32,27 @@ async fn a_refused_agent_keeps_retrying_and_gets_in_once_accepted() -> anyhow::R
 }
 
 #[tokio::test]
+async fn a_refused_agent_shuts_down_without_waiting_to_report() -> anyhow::Result<()> {
+    let peer = Peer::start("someone-else", manifest(vec![])).await?;
+    peer.refuse_with(
+        StatusCode::FORBIDDEN,
+        "Agent is not from the latest build of the workspace.",
+    );
+    let mut agent = TestAgent::connect(&peer.url)?;
+    peer.wait_for("a refused attempt", |p| p.attempts().1 >= 1)
+        .await?;
+    let started = std::time::Instant::now();
+    agent.stop().await?;
+    // The final report timeout of the test configuration is 5 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn reconnects_and_delivers_what_was_queued_while_cut_off() -> anyhow::Result<()> {
     let peer = Peer::start(TOKEN, manifest(vec![])).await?;
     let agent = TestAgent::connect(&peer.url)?;
