@@ -118,7 +118,11 @@ pub async fn start_with(config: &Path, extra: &[&str]) -> anyhow::Result<Server>
     } else {
         &["--http-address", &address]
     };
-    let log = std::fs::File::create(config.join(format!("server-{port}.log")))?;
+    // Appended to: a server restarted on the same address keeps its predecessor's log.
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(config.join(format!("server-{port}.log")))?;
     let child = command_with_config(config.to_path_buf())
         .arg("server")
         .args(own_address)

@@ -30,7 +30,7 @@ terraform {
 
 /// Whether to run: a missing `terraform` fails the test with a message naming it, unless
 /// `CODER_TERRAFORM_OPTIONAL=1` says to skip instead.
-fn terraform() -> anyhow::Result<Option<PathBuf>> {
+pub(crate) fn terraform() -> anyhow::Result<Option<PathBuf>> {
     let found = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("terraform"))
@@ -72,22 +72,37 @@ fn names(resources: &[WorkspaceResource]) -> Vec<String> {
 }
 
 /// A live (not zombie) process.
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ")
             .is_some_and(|(_, rest)| !rest.starts_with('Z'))
     })
 }
 
-fn pid_in(file: &Path) -> anyhow::Result<i32> {
+pub(crate) fn pid_in(file: &Path) -> anyhow::Result<i32> {
     Ok(std::fs::read_to_string(file)
         .with_context(|| format!("reading {}", file.display()))?
         .trim()
         .parse()?)
 }
 
+/// Pushes the `local-process` example with its workspaces' homes under `workspaces`; returns
+/// what the push printed.
+pub(crate) fn push_local_process(d: &Deployment, workspaces: &Path) -> anyhow::Result<String> {
+    d.ok(&[
+        "templates",
+        "push",
+        "local-process",
+        "-d",
+        &example("local-process"),
+        "--variable",
+        &format!("workspaces_dir={}", workspaces.display()),
+        "--yes",
+    ])
+}
+
 /// Kills a workspace process a failed test left behind.
-struct Reaper(PathBuf);
+pub(crate) struct Reaper(pub(crate) PathBuf);
 
 impl Drop for Reaper {
     fn drop(&mut self) {
@@ -109,16 +124,7 @@ async fn a_local_process_workspace_lives_through_start_stop_start_and_delete() -
     }
     let d = Deployment::new(&["--provisioner-daemons=1"]).await?;
     let workspaces = d.dir.path().join("workspaces");
-    let out = d.ok(&[
-        "templates",
-        "push",
-        "local-process",
-        "-d",
-        &example("local-process"),
-        "--variable",
-        &format!("workspaces_dir={}", workspaces.display()),
-        "--yes",
-    ])?;
+    let out = push_local_process(&d, &workspaces)?;
     assert!(out.contains("Detecting persistent resources"), "{out}");
 
     // The import saw the variable, the parameter and both transitions' resources.
@@ -181,21 +187,17 @@ async fn a_local_process_workspace_lives_through_start_stop_start_and_delete() -
     assert_eq!(agent.apps.len(), 1);
     assert_eq!(agent.apps[0].slug, "workspace-log");
 
-    // The process runs, detached from terraform, with the agent's token and the parameter.
+    // The process runs detached from terraform: the init script, which becomes the agent
+    // (crates/cli/tests/it/agent.rs follows the agent itself).
     let first = pid_in(&pid_file)?;
     assert!(alive(first), "the workspace process runs");
-    eventually(
-        Duration::from_secs(10),
-        "the process's greeting",
-        || async {
-            let log =
-                std::fs::read_to_string(home.join(".coder-workspace.log")).unwrap_or_default();
-            Ok(log.contains("howdy from") && log.contains("token received"))
-        },
-    )
+    eventually(Duration::from_secs(60), "the agent's greeting", || async {
+        let lines = d.owner.workspace_agent_logs(agent.id).await?;
+        Ok(lines.iter().any(|l| l.output.starts_with("howdy from ")))
+    })
     .await?;
-    let log = std::fs::read_to_string(home.join(".coder-workspace.log"))?;
-    assert!(log.contains(&format!("agent of {}", d.url())), "{log}");
+    let exe = std::fs::read_link(format!("/proc/{first}/exe"))?;
+    assert!(exe.starts_with(home.join(".tmp")), "{}", exe.display());
     std::fs::write(home.join("notes.txt"), "kept across stops")?;
 
     // Stop: the process goes, the home stays.
@@ -212,6 +214,10 @@ async fn a_local_process_workspace_lives_through_start_stop_start_and_delete() -
         "kept across stops"
     );
     assert!(!pid_file.exists());
+    assert!(
+        home.join(".coder-last-stop").exists(),
+        "the agent ran its shutdown script"
+    );
 
     // Start: a new process in the same home.
     d.ok(&["start", "dev", "--yes"])?;
