@@ -1,5 +1,6 @@
 //! End-to-end tests of the real `coder` binary.
 
+mod agent;
 mod cli;
 mod harness;
 mod provisioning;
