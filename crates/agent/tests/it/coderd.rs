@@ -14,20 +14,20 @@ use uuid::Uuid;
 
 use crate::harness::TestAgent;
 
-const PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
-struct Deployment {
-    app: TestApp,
-    owner: Client,
+pub(crate) struct Deployment {
+    pub(crate) app: TestApp,
+    pub(crate) owner: Client,
 }
 
-async fn deployment() -> anyhow::Result<Deployment> {
+pub(crate) async fn deployment() -> anyhow::Result<Deployment> {
     let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
     let (owner, _) = app.owner().await?;
     Ok(Deployment { app, owner })
 }
 
-fn agent(token: &str, scripts: Vec<Script>) -> Agent {
+pub(crate) fn agent(token: &str, scripts: Vec<Script>) -> Agent {
     Agent {
         name: "main".into(),
         operating_system: "linux".into(),
@@ -52,7 +52,11 @@ fn start_script(body: &str, timeout_seconds: i32) -> Script {
 
 impl Deployment {
     /// A running workspace (named `name`) whose resource carries `agent`; returns its agent id.
-    async fn workspace(&self, name: &str, agent: Agent) -> anyhow::Result<(Workspace, Uuid)> {
+    pub(crate) async fn workspace(
+        &self,
+        name: &str,
+        agent: Agent,
+    ) -> anyhow::Result<(Workspace, Uuid)> {
         let template = EchoTemplate {
             start: Some(BuildStage {
                 resources: vec![Resource {
