@@ -4,6 +4,7 @@ mod agents;
 mod auth;
 mod builds;
 mod files;
+mod metrics;
 mod migrations;
 mod openapi;
 mod queue;
