@@ -55,17 +55,41 @@ pub enum Event {
     Reconnected,
 }
 
-type Subscribers = HashMap<(&'static str, Option<String>), Vec<mpsc::UnboundedSender<Event>>>;
+type Subscribers = HashMap<SubscriberKey, Vec<mpsc::UnboundedSender<Event>>>;
 
 #[derive(Clone, Debug)]
 pub struct Pubsub {
     subscribers: Arc<Mutex<Subscribers>>,
 }
 
-/// A live subscription; dropping it unsubscribes (lazily, at the next message).
+type SubscriberKey = (&'static str, Option<String>);
+
+/// A live subscription; dropping it unsubscribes.
 #[derive(Debug)]
 pub struct Subscription {
     rx: mpsc::UnboundedReceiver<Event>,
+    subscribers: Arc<Mutex<Subscribers>>,
+    key: SubscriberKey,
+}
+
+impl Drop for Subscription {
+    // Most keys are ids (a job, an agent) that hear nothing more once their subscriber is done:
+    // an entry left for the next message to prune would stay for good, one per job.
+    fn drop(&mut self) {
+        self.rx.close();
+        let mut subs = lock(&self.subscribers);
+        if let Some(list) = subs.get_mut(&self.key) {
+            list.retain(|tx| !tx.is_closed());
+            if list.is_empty() {
+                subs.remove(&self.key);
+            }
+        }
+    }
+}
+
+fn lock(subscribers: &Mutex<Subscribers>) -> std::sync::MutexGuard<'_, Subscribers> {
+    // A poisoned lock only means another thread panicked mid-update of a plain map.
+    subscribers.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Subscription {
@@ -96,13 +120,19 @@ impl Pubsub {
     /// Events on `channel` whose key is `key`, or every event on `channel` when `key` is None.
     pub fn subscribe(&self, channel: &'static str, key: Option<String>) -> Subscription {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.lock().entry((channel, key)).or_default().push(tx);
-        Subscription { rx }
+        self.lock()
+            .entry((channel, key.clone()))
+            .or_default()
+            .push(tx);
+        Subscription {
+            rx,
+            subscribers: Arc::clone(&self.subscribers),
+            key: (channel, key),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Subscribers> {
-        // A poisoned lock only means another thread panicked mid-update of a plain map.
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.subscribers)
     }
 
     fn dispatch(&self, channel: &str, payload: &str) {
@@ -194,4 +224,29 @@ fn channel_static(channel: &str) -> &'static str {
         .copied()
         .find(|c| *c == channel)
         .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_subscriptions_leave_nothing_behind() {
+        let pubsub = Pubsub {
+            subscribers: Arc::default(),
+        };
+        let key = (channels::JOB_UPDATED, Some("job-1".to_string()));
+        let first = pubsub.subscribe(channels::JOB_UPDATED, Some("job-1".into()));
+        let mut second = pubsub.subscribe(channels::JOB_UPDATED, Some("job-1".into()));
+        let every = pubsub.subscribe(channels::JOB_POSTED, None);
+        drop(first);
+        assert_eq!(pubsub.lock().get(&key).map(Vec::len), Some(1));
+
+        pubsub.dispatch(channels::JOB_UPDATED, "job-1");
+        assert!(matches!(second.try_recv(), Some(Event::Message { key, .. }) if key == "job-1"));
+
+        drop(second);
+        drop(every);
+        assert!(pubsub.lock().is_empty());
+    }
 }
