@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds `coder` and `coder-bench` in release mode and runs the benchmark suite (see
-# crates/bench/README.md). The full suite (~7 min) writes its rows into docs/benchmarks.md;
+# crates/bench/README.md). The full suite (~10 min) writes its rows into docs/benchmarks.md;
 # `--quick` (< 2 min) only prints. Other arguments go to coder-bench (--json PATH,
 # --no-graphile, --work-dir DIR, ...).
 set -euo pipefail
@@ -16,6 +16,12 @@ docs=(--write-docs docs/benchmarks.md)
 for arg in "$@"; do
   case "$arg" in --quick | --tiny) docs=() ;; esac
 done
+
+# P8 holds thousands of agent connections, a socket each in coder-bench and in coder server
+# (which inherits this limit); coder-bench also raises its soft limit up to the hard one.
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 8192 ]; then
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+fi
 
 cargo build --release --locked -p cli --bin coder -p bench --bin coder-bench
 exec target/release/coder-bench ${docs[@]+"${docs[@]}"} "$@"

@@ -75,9 +75,9 @@ impl Sizes {
             bare_jobs: 400,
             api_duration: Duration::from_secs(3),
             startup_runs: 2,
-            terraform_builds: 6,
+            terraform_builds: 4,
             agents: 200,
-            agent_window: Duration::from_secs(10),
+            agent_window: Duration::from_secs(8),
             ..Self::full()
         }
     }

@@ -205,7 +205,7 @@ fn number(v: f64, unit: &str) -> String {
         "ms" if v < 10.0 => format!("{v:.2}"),
         "ms" | "MiB" => format!("{v:.1}"),
         "s" => format!("{v:.3}"),
-        "×" => format!("{v:.2}"),
+        "×" | "vCPU" => format!("{v:.2}"),
         _ if v >= 100.0 => format!("{v:.0}"),
         _ => format!("{v:.1}"),
     }

@@ -49,6 +49,15 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
          or pass --coder-bin",
         config.coder_bin.display()
     );
+    // Each simulated agent is a socket here and one in `coder server` (which inherits this
+    // limit), on top of the pools, daemons and load clients.
+    let want = 4096 + 2 * sizes.agents as u64;
+    let nofile = crate::procs::raise_nofile(want)?;
+    anyhow::ensure!(
+        nofile >= sizes.agents as u64 + 1024,
+        "the open-files limit is {nofile}, too low for {} simulated agents (raise `ulimit -n`)",
+        sizes.agents
+    );
     let temp;
     let work = match &config.work_dir {
         Some(dir) => open_dir(dir)?,
@@ -795,8 +804,21 @@ fn agent_rows(report: &mut Report, run: &agents::AgentsRun) {
             "MiB",
             &[run.rss_peak],
         )
+        .baseline("RSS before the agents connected", Ok(&[run.rss_before]))
         .goal("≤ 1 GiB", Check::max(1024.0))
         .note("sampled every 500 ms"),
+    );
+    report.rows.push(
+        Row::new(
+            "P8",
+            "coderd RSS growth from connecting the agents to the window's peak",
+            "MiB",
+            &[run.rss_peak - run.rss_before],
+        )
+        .note(format!(
+            "{:.1} KiB per agent",
+            (run.rss_peak - run.rss_before) * 1024.0 / n.max(1) as f64
+        )),
     );
     report.rows.push(Row::new(
         "P8",

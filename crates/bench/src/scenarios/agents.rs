@@ -49,6 +49,9 @@ pub struct AgentsRun {
     pub window: Duration,
     /// coderd's CPU over the window, in cores.
     pub cpu: f64,
+    /// coderd's RSS before the first agent connected: what earlier scenarios left (the P5
+    /// listings grow it to hundreds of MiB, and the allocator keeps much of that).
+    pub rss_before: f64,
     pub rss_peak: f64,
     pub rss_end: f64,
     /// Calls sent inside the window and their latencies.
@@ -66,6 +69,7 @@ pub async fn run(
     progress: &dyn Fn(&str),
 ) -> anyhow::Result<AgentsRun> {
     let url = deploy.server.url.clone();
+    let rss_before = deploy.server.memory()?.rss_mib;
     let ramp = Instant::now();
     let connected: Vec<anyhow::Result<AgentConnection>> = futures::stream::iter(tokens)
         .map(|token| {
@@ -166,6 +170,7 @@ pub async fn run(
         connect,
         window: Duration::from_secs_f64(elapsed),
         cpu: cpu.as_secs_f64() / elapsed,
+        rss_before,
         rss_peak: rss_peak.max(end.rss_mib),
         rss_end: end.rss_mib,
         calls,
