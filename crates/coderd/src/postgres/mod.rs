@@ -6,7 +6,7 @@ pub mod embedded;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, PgPool};
+use sqlx::{ConnectOptions, Connection, PgPool};
 
 /// The schema migrations, compiled into the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -34,6 +34,9 @@ pub fn parse_url(url: &str) -> Result<PgConnectOptions, Error> {
     Ok(options.disable_statement_logging())
 }
 
+/// How long a pooled connection may sit unused before it is pinged ahead of its next query.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(30);
+
 /// Opens the pool coderd uses for everything but LISTEN, checks the server version and brings
 /// the schema up to date.
 pub async fn connect_and_migrate(
@@ -44,6 +47,19 @@ pub async fn connect_and_migrate(
         .max_connections(max_connections)
         .min_connections(1)
         .acquire_timeout(Duration::from_secs(30))
+        // sqlx pings every connection it takes from the pool, and again (off the request path)
+        // when it goes back: a round trip per query on top of the query's own. The ping on
+        // release already proves a busy connection alive, so only one that sat idle long
+        // enough for the server or the network to have dropped it is pinged before use.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > IDLE_BEFORE_PING {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options.disable_statement_logging())
         .await
         .map_err(Error::Connect)?;
