@@ -73,9 +73,7 @@ pub async fn hash_password(password: String) -> Result<String, Error> {
         let _permit = permit;
         let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
         let mut salt_bytes = [0u8; 64];
-        let salt_bytes = salt
-            .decode_b64(&mut salt_bytes)
-            .map_err(|e| Error::Hash(e.to_string()))?;
+        let salt_bytes = salt.decode_b64(&mut salt_bytes).map_err(hash_error)?;
         let params = Params::default();
         let mut out = vec![0u8; Params::DEFAULT_OUTPUT_LEN];
         argon2id(
@@ -85,17 +83,21 @@ pub async fn hash_password(password: String) -> Result<String, Error> {
             salt_bytes,
             &mut out,
         )
-        .map_err(|e| Error::Hash(e.to_string()))?;
+        .map_err(hash_error)?;
         let hash = PasswordHash {
             algorithm: Algorithm::Argon2id.ident(),
             version: Some(Version::V0x13.into()),
-            params: ParamsString::try_from(&params).map_err(|e| Error::Hash(e.to_string()))?,
+            params: ParamsString::try_from(&params).map_err(hash_error)?,
             salt: Some(salt.as_salt()),
-            hash: Some(Output::new(&out).map_err(|e| Error::Hash(e.to_string()))?),
+            hash: Some(Output::new(&out).map_err(hash_error)?),
         };
         Ok(hash.to_string())
     })
     .await?
+}
+
+fn hash_error(e: impl std::fmt::Display) -> Error {
+    Error::Hash(e.to_string())
 }
 
 /// Checks a password against a stored hash. With no hash (unknown user) it still spends the
