@@ -27,8 +27,12 @@ pub(crate) async fn serve(
             StreamHeader::Tcp { port } => {
                 tokio::spawn(forward_tcp(stream, port, stats.clone()));
             }
-            StreamHeader::Ssh => {
-                tracing::debug!("coderd opened an SSH stream; this agent does not serve SSH yet");
+            StreamHeader::Ssh
+            | StreamHeader::Udp { .. }
+            | StreamHeader::Pty { .. }
+            | StreamHeader::ListeningPorts
+            | StreamHeader::Ping => {
+                tracing::debug!(?header, "this agent does not serve such streams yet");
                 let _ = stream.shutdown().await;
             }
             StreamHeader::Rpc(_) => {

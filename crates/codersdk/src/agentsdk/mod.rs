@@ -34,15 +34,78 @@ pub const MAX_METADATA_VALUE: usize = 2048;
 pub const MAX_AGENT_LOGS_BYTES: i32 = 1 << 20;
 
 /// The first frame of every yamux stream.
+///
+/// Streams coderd opens (every variant but [`StreamHeader::Rpc`]) are answered by the agent with
+/// one [`StreamOpen`] frame before any payload byte, so a client learns at once why a stream
+/// cannot open (nothing listening, no such PTY command) instead of seeing it close.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamHeader {
     /// An API call from the agent.
     Rpc(Request),
-    /// coderd forwards a client's TCP connection to `port` on the agent's loopback.
+    /// coderd forwards a client's TCP connection to `port` on the agent's loopback. Payload:
+    /// raw bytes both ways.
     Tcp { port: u16 },
-    /// coderd forwards a client's SSH session to the agent's SSH server.
+    /// coderd forwards a client's UDP "connection" to `port` on the agent's loopback. Payload:
+    /// datagrams both ways, each a 2-byte big-endian length and that many bytes.
+    Udp { port: u16 },
+    /// coderd forwards a client's SSH connection to the agent's SSH server. Payload: the SSH
+    /// protocol, raw.
     Ssh,
+    /// A reconnecting PTY (the web terminal): attach to the PTY `id`, creating it (running
+    /// `command`, or the user's login shell when empty) if the agent has none by that id.
+    /// Payload: agent → coderd raw terminal output (first the PTY's buffered output, then live);
+    /// coderd → agent frames (see [`write_frame`]) of [`PtyInput`].
+    Pty {
+        id: Uuid,
+        width: u16,
+        height: u16,
+        #[serde(default)]
+        command: String,
+    },
+    /// The TCP ports listening inside the workspace: the agent answers one
+    /// [`ListeningPorts`] frame after its [`StreamOpen`] and closes the stream.
+    ListeningPorts,
+    /// Round-trip probe: the agent echoes every byte it reads.
+    Ping,
+}
+
+/// The agent's first frame on a stream coderd opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StreamOpen {
+    Ok,
+    /// The stream is closed after this frame; `reason` is shown to the client as is (for
+    /// example "nothing is listening on port 8080 in the workspace").
+    Refused {
+        reason: String,
+    },
+}
+
+/// One client message to a reconnecting PTY, as Coder's web terminal sends it
+/// (`ReconnectingPTYRequest`): input bytes, a resize, or both. A zero size means "unchanged".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PtyInput {
+    pub data: String,
+    pub height: u16,
+    pub width: u16,
+}
+
+/// A TCP port listening inside the workspace (Coder's `WorkspaceAgentListeningPort`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ListeningPort {
+    pub process_name: String,
+    /// Always `tcp` for now.
+    pub network: String,
+    pub port: u16,
+}
+
+/// The answer to [`StreamHeader::ListeningPorts`] (Coder's
+/// `WorkspaceAgentListeningPortsResponse`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ListeningPorts {
+    pub ports: Vec<ListeningPort>,
 }
 
 /// API calls, agent → coderd.
