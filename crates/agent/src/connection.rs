@@ -16,10 +16,10 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::Backoff;
 use crate::config::Config;
 use crate::environment::{UserInfo, expand_path};
-use crate::forward;
 use crate::reporter::Reporter;
 use crate::rpc;
 use crate::stats::Stats;
+use crate::streams;
 
 /// What the latest connection told the agent, and the token it connected with (scripts get it,
 /// as in Coder, for the `coder` subcommands that act as the agent).
@@ -146,7 +146,7 @@ async fn serve(link: &Link, mut connection: AgentConnection) {
         () = connection.closed() => {}
         () = link.reporter.flush_loop(&connection) => {}
         () = link.stats.report_loop(&connection) => {}
-        () = forward::serve(inbound, link.stats.clone()) => {}
+        () = streams::serve(inbound, link.stats.clone()) => {}
     }
     tracing::warn!("lost the connection to coderd; reconnecting");
 }

@@ -6,7 +6,6 @@ mod connection;
 mod cron;
 mod environment;
 pub mod error;
-mod forward;
 mod lifecycle;
 mod metadata;
 mod process;
@@ -14,6 +13,7 @@ mod reporter;
 mod rpc;
 mod scripts;
 mod stats;
+mod streams;
 mod workspace;
 
 use std::sync::Arc;

@@ -18,7 +18,7 @@ use axum::routing::get;
 use bytes::Bytes;
 use codersdk::agentsdk::{
     self, AgentLog, LifecycleChange, LifecycleState, Manifest, MetadataValue, RPC_PATH, Request,
-    Response, StartupInfo, StreamHeader, WsIo,
+    Response, StartupInfo, StreamHeader, StreamOpen, WsIo,
 };
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch};
@@ -216,6 +216,27 @@ impl Peer {
         let mut stream = control.open_stream().await?;
         agentsdk::write_frame(&mut stream, &header).await?;
         Ok(stream)
+    }
+
+    /// Opens a client stream and reads the agent's answer to it.
+    pub async fn open_answered(
+        &self,
+        header: StreamHeader,
+    ) -> anyhow::Result<(StreamOpen, StreamHandle)> {
+        let mut stream = self.open(header.clone()).await?;
+        let answer = tokio::time::timeout(PATIENCE, agentsdk::read_frame(&mut stream))
+            .await
+            .with_context(|| format!("no answer to {header:?}"))??
+            .with_context(|| format!("{header:?} closed without an answer"))?;
+        Ok((answer, stream))
+    }
+
+    /// Opens a client stream the agent must accept.
+    pub async fn open_ok(&self, header: StreamHeader) -> anyhow::Result<StreamHandle> {
+        match self.open_answered(header.clone()).await? {
+            (StreamOpen::Ok, stream) => Ok(stream),
+            (refused, _) => anyhow::bail!("{header:?} was refused: {refused:?}"),
+        }
     }
 }
 

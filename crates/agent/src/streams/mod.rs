@@ -1,0 +1,132 @@
+//! Streams coderd opens into the workspace: each starts with a [`StreamHeader`], and the agent
+//! answers it with one [`StreamOpen`] frame before any payload byte, so a client learns at once
+//! why a stream cannot open instead of watching it close. This module dispatches on the header
+//! and owns the answer; the kinds of stream live in the submodules.
+
+mod ports;
+mod tcp;
+mod udp;
+
+use std::io;
+use std::sync::Arc;
+
+use codersdk::agentsdk::{StreamHeader, StreamOpen, write_frame};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_yamux::StreamHandle;
+
+use crate::stats::Stats;
+
+const BUFFER: usize = 32 * 1024;
+
+/// Serves the streams coderd opens until the connection ends.
+pub(crate) async fn serve(
+    mut inbound: mpsc::Receiver<(StreamHeader, StreamHandle)>,
+    stats: Arc<Stats>,
+) {
+    while let Some((header, stream)) = inbound.recv().await {
+        match header {
+            StreamHeader::Tcp { port } => {
+                tokio::spawn(tcp::forward(stream, port, stats.clone()));
+            }
+            StreamHeader::Udp { port } => {
+                tokio::spawn(udp::forward(stream, port, stats.clone()));
+            }
+            StreamHeader::Ping => {
+                tokio::spawn(echo(stream));
+            }
+            StreamHeader::ListeningPorts => {
+                tokio::spawn(ports::answer(stream));
+            }
+            StreamHeader::Ssh => {
+                tokio::spawn(refuse(
+                    stream,
+                    "this workspace agent has no SSH server yet".into(),
+                ));
+            }
+            StreamHeader::Pty { .. } => {
+                tokio::spawn(refuse(
+                    stream,
+                    "this workspace agent has no terminals yet".into(),
+                ));
+            }
+            StreamHeader::Rpc(_) => {
+                tokio::spawn(refuse(
+                    stream,
+                    "API calls go from the agent to coderd, not the other way".into(),
+                ));
+            }
+        }
+    }
+}
+
+/// Tells the client its stream is open: payload follows.
+async fn accept(stream: &mut StreamHandle) -> io::Result<()> {
+    write_frame(stream, &StreamOpen::Ok).await
+}
+
+/// Tells the client why its stream cannot open, and closes it.
+async fn refuse(mut stream: StreamHandle, reason: String) {
+    tracing::debug!(%reason, "refusing a client stream");
+    if write_frame(&mut stream, &StreamOpen::Refused { reason })
+        .await
+        .is_ok()
+    {
+        let _ = stream.shutdown().await;
+    }
+}
+
+/// Round-trip probe: every byte goes straight back.
+async fn echo(mut stream: StreamHandle) {
+    if accept(&mut stream).await.is_err() {
+        return;
+    }
+    let (reader, writer) = tokio::io::split(stream);
+    if let Err(error) = copy(reader, writer, |_| {}).await {
+        tracing::debug!(%error, "a ping stream ended with an error");
+    }
+}
+
+/// Copies until end of file, then closes the writing side (so half-closes pass through),
+/// counting each chunk as it goes rather than at the end, so long-lived connections show up in
+/// every stats interval.
+async fn copy(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    count: impl Fn(usize),
+) -> io::Result<()> {
+    let mut buf = vec![0u8; BUFFER];
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        to.write_all(&buf[..n]).await?;
+        count(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn copy_counts_and_passes_end_of_file() -> anyhow::Result<()> {
+        let (mut near, far) = tokio::io::duplex(64);
+        let counted = std::sync::atomic::AtomicUsize::new(0);
+        let source: &[u8] = &[7u8; 1000];
+        let (result, received) = tokio::join!(
+            copy(source, far, |n| {
+                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            }),
+            async {
+                let mut all = Vec::new();
+                near.read_to_end(&mut all).await.map(|_| all)
+            }
+        );
+        result?;
+        assert_eq!(received?.len(), 1000);
+        assert_eq!(counted.into_inner(), 1000);
+        Ok(())
+    }
+}
