@@ -10,6 +10,8 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postg
 fi
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# Prebuild schedules of workspace presets name IANA time zones, looked up like Go does.
+[ -e /usr/share/zoneinfo/UTC ] || need_apt+=(tzdata)
 
 if ((${#need_apt[@]})); then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2

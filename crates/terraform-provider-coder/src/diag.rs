@@ -13,6 +13,8 @@ pub(crate) enum Severity {
 pub(crate) enum Step {
     Attr(String),
     Index(i64),
+    /// A map element.
+    Key(String),
 }
 
 /// A path from the root of a resource's object to one attribute, e.g. `validation[0].min`.
@@ -34,6 +36,12 @@ impl AttrPath {
         Self(steps)
     }
 
+    pub(crate) fn key(&self, key: &str) -> Self {
+        let mut steps = self.0.clone();
+        steps.push(Step::Key(key.to_owned()));
+        Self(steps)
+    }
+
     pub(crate) fn index(&self, i: usize) -> Self {
         let mut steps = self.0.clone();
         steps.push(Step::Index(i64::try_from(i).unwrap_or(i64::MAX)));
@@ -48,6 +56,7 @@ impl fmt::Display for AttrPath {
                 Step::Attr(name) if i == 0 => write!(f, "{name}")?,
                 Step::Attr(name) => write!(f, ".{name}")?,
                 Step::Index(idx) => write!(f, "[{idx}]")?,
+                Step::Key(key) => write!(f, "[{key:?}]")?,
             }
         }
         Ok(())

@@ -16,6 +16,7 @@ mod resources;
 mod schema;
 mod server;
 mod tls;
+mod url_check;
 mod value;
 
 use std::io::Write as _;

@@ -183,6 +183,9 @@ impl Provider {
         resource.plan_derived(config, &mut fresh);
         let mut state = merge_block(block, planned, &fresh);
         resource.create(ctx, &mut state, diags);
+        if diags.has_errors() {
+            return None;
+        }
         if let Some(path) = first_unknown(&state, &AttrPath::root()) {
             diags.error(
                 format!("{type_name}: {path} is still unknown after apply"),

@@ -68,6 +68,18 @@ pub(crate) enum Check {
     IntAtLeast(i64),
     MaxLen(usize),
     Pattern(Regex, &'static str),
+    /// SDKv2's `StringIsNotEmpty`.
+    NotEmpty,
+    /// SDKv2's `StringLenBetween`, in characters.
+    LenBetween(usize, usize),
+    /// SDKv2's `IsUUID`.
+    Uuid,
+    /// Coder's `ValidateURL`: whatever Go's `url.Parse` accepts.
+    Url,
+    /// SDKv2's `MinItems` on a list attribute.
+    MinItems(usize),
+    /// A rule of the Go provider's own: given the attribute's name and value, the problem.
+    Func(fn(&str, &Value) -> Option<String>),
 }
 
 #[derive(Clone, Debug)]
@@ -80,6 +92,8 @@ pub(crate) struct Attribute {
     pub(crate) default: Option<Value>,
     pub(crate) force_new: bool,
     pub(crate) checks: Vec<Check>,
+    /// Checks of each element of a list or map attribute.
+    pub(crate) elem_checks: Vec<Check>,
 }
 
 impl Attribute {
@@ -93,6 +107,7 @@ impl Attribute {
             default: None,
             force_new: false,
             checks: Vec::new(),
+            elem_checks: Vec::new(),
         }
     }
 
@@ -159,6 +174,19 @@ impl Attribute {
         self.check(Check::OneOf(allowed))
     }
 
+    /// A check every element of a list or map must pass.
+    pub(crate) fn elem_check(mut self, check: Check) -> Self {
+        self.elem_checks.push(check);
+        self
+    }
+
+    /// An icon: Coder's provider checks that it parses as a URL (paths are URLs too).
+    pub(crate) fn icon(name: &'static str) -> Self {
+        Self::string(name)
+            .check(Check::Url)
+            .describe("URL or path of an icon, e.g. `/icon/code.svg`.")
+    }
+
     pub(crate) fn is_computed_only(&self) -> bool {
         self.mode == Mode::Computed
     }
@@ -168,43 +196,129 @@ impl Attribute {
             return;
         }
         for check in &self.checks {
-            if let Some(problem) = check.problem(self.name, value) {
-                diags.error_at(path.clone(), problem, "");
+            if let Some((summary, detail)) = check.problem(self.name, value) {
+                diags.error_at(path.clone(), summary, detail);
+            }
+        }
+        if self.elem_checks.is_empty() {
+            return;
+        }
+        let elements: Vec<(AttrPath, String, &Value)> = match value {
+            Value::List(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (path.index(i), format!("{}.{i}", self.name), v))
+                .collect(),
+            Value::Object(entries) => entries
+                .iter()
+                .map(|(k, v)| (path.key(k), format!("{}.{k}", self.name), v))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (at, key, element) in elements {
+            if element.is_null() || element.is_unknown() {
+                continue;
+            }
+            for check in &self.elem_checks {
+                if let Some((summary, detail)) = check.problem(&key, element) {
+                    diags.error_at(at.clone(), summary, detail);
+                }
             }
         }
     }
 }
 
 impl Check {
-    fn problem(&self, name: &str, value: &Value) -> Option<String> {
+    /// What is wrong with `value` as (summary, detail), worded like the Go provider.
+    pub(crate) fn problem(&self, name: &str, value: &Value) -> Option<(String, String)> {
+        let summary = |text: String| Some((text, String::new()));
         match self {
             Self::OneOf(allowed) => {
                 let got = value.as_str()?;
-                (!allowed.contains(&got)).then(|| {
-                    let quoted: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
-                    format!(
-                        "expected {name} to be one of [{}], got {got}",
-                        quoted.join(" ")
-                    )
-                })
+                if allowed.contains(&got) {
+                    return None;
+                }
+                let quoted: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+                summary(format!(
+                    "expected {name} to be one of [{}], got {got}",
+                    quoted.join(" ")
+                ))
             }
             Self::IntBetween(lo, hi) => {
                 let got = value.as_i64()?;
-                (got < *lo || got > *hi)
-                    .then(|| format!("expected {name} to be in the range ({lo} - {hi}), got {got}"))
+                (got < *lo || got > *hi).then(|| {
+                    (
+                        format!("expected {name} to be in the range ({lo} - {hi}), got {got}"),
+                        String::new(),
+                    )
+                })
             }
             Self::IntAtLeast(min) => {
                 let got = value.as_i64()?;
-                (got < *min).then(|| format!("expected {name} to be at least ({min}), got {got}"))
+                (got < *min).then(|| {
+                    (
+                        format!("expected {name} to be at least ({min}), got {got}"),
+                        String::new(),
+                    )
+                })
             }
             Self::MaxLen(max) => {
                 let got = value.as_str()?;
-                (got.chars().count() > *max)
-                    .then(|| format!("{name} is too long (max {max} characters)"))
+                (got.chars().count() > *max).then(|| {
+                    (
+                        format!("{name} is too long (max {max} characters)"),
+                        String::new(),
+                    )
+                })
             }
             Self::Pattern(regex, message) => {
                 let got = value.as_str()?;
-                (!regex.is_match(got)).then(|| format!("invalid {name} {got:?}: {message}"))
+                (!regex.is_match(got))
+                    .then(|| (format!("invalid {name} {got:?}: {message}"), String::new()))
+            }
+            Self::NotEmpty => {
+                let got = value.as_str()?;
+                got.is_empty().then(|| {
+                    (
+                        format!("expected {name:?} to not be an empty string, got {got}"),
+                        String::new(),
+                    )
+                })
+            }
+            Self::LenBetween(lo, hi) => {
+                let got = value.as_str()?;
+                let len = got.chars().count();
+                (len < *lo || len > *hi).then(|| {
+                    (
+                        format!(
+                            "expected length of {name} to be in the range ({lo} - {hi}), got {got}"
+                        ),
+                        String::new(),
+                    )
+                })
+            }
+            Self::Uuid => {
+                let got = value.as_str()?;
+                (got.len() != 36 || uuid::Uuid::parse_str(got).is_err()).then(|| {
+                    (
+                        format!("expected {name:?} to be a valid UUID, got {got}"),
+                        String::new(),
+                    )
+                })
+            }
+            Self::Url => crate::url_check::problem(value.as_str()?).map(|p| (p, String::new())),
+            Self::Func(rule) => rule(name, value).map(|p| (p, String::new())),
+            Self::MinItems(min) => {
+                let got = value.as_list()?.len();
+                (got < *min).then(|| {
+                    (
+                        "Not enough list items".to_owned(),
+                        format!(
+                            "Attribute requires {min} item{} minimum, but config has only {got} declared.",
+                            if *min == 1 { "" } else { "s" }
+                        ),
+                    )
+                })
             }
         }
     }
@@ -220,6 +334,7 @@ pub(crate) enum Nesting {
 pub(crate) struct NestedBlock {
     pub(crate) name: &'static str,
     pub(crate) nesting: Nesting,
+    pub(crate) min_items: i64,
     pub(crate) max_items: i64,
     pub(crate) block: Block,
     pub(crate) force_new: bool,
@@ -230,6 +345,7 @@ impl NestedBlock {
         Self {
             name,
             nesting: Nesting::List,
+            min_items: 0,
             max_items: 0,
             block,
             force_new: false,
@@ -240,6 +356,7 @@ impl NestedBlock {
         Self {
             name,
             nesting: Nesting::Set,
+            min_items: 0,
             max_items: 0,
             block,
             force_new: false,
@@ -248,6 +365,12 @@ impl NestedBlock {
 
     pub(crate) fn max_items(mut self, max: i64) -> Self {
         self.max_items = max;
+        self
+    }
+
+    /// Terraform itself refuses configs with fewer blocks.
+    pub(crate) fn min_items(mut self, min: i64) -> Self {
+        self.min_items = min;
         self
     }
 }

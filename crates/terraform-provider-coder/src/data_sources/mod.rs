@@ -4,9 +4,14 @@
 mod external_auth;
 mod parameter;
 mod parameter_rules;
+mod preset_schedule;
 mod provisioner;
+mod script_order;
+mod secret;
+mod task;
 mod workspace;
 mod workspace_owner;
+mod workspace_preset;
 mod workspace_tags;
 
 use crate::provider::DataSource;
@@ -16,8 +21,12 @@ pub(crate) fn all() -> Vec<Box<dyn DataSource>> {
         Box::new(external_auth::ExternalAuth),
         Box::new(parameter::Parameter),
         Box::new(provisioner::Provisioner),
+        Box::new(script_order::ScriptOrder),
+        Box::new(secret::Secret),
+        Box::new(task::Task),
         Box::new(workspace::Workspace),
         Box::new(workspace_owner::WorkspaceOwner),
+        Box::new(workspace_preset::WorkspacePreset),
         Box::new(workspace_tags::WorkspaceTags),
     ]
 }

@@ -59,11 +59,7 @@ fn option_block() -> NestedBlock {
                     .required()
                     .describe("The parameter's value when picked."),
             )
-            .attr(
-                Attribute::string("icon")
-                    .zero_default()
-                    .describe("URL or path of an icon."),
-            ),
+            .attr(Attribute::icon("icon").zero_default()),
     )
 }
 
@@ -180,7 +176,7 @@ impl DataSource for Parameter {
                 .describe("Whether the value may change after creation."),
         )
         .attr(Attribute::string("default").describe("Value used when the user gives none."))
-        .attr(Attribute::string("icon").describe("URL or path of an icon."))
+        .attr(Attribute::icon("icon"))
         .attr(Attribute::int("order").describe("Position in the UI, lowest first."))
         .attr(
             Attribute::bool("ephemeral")

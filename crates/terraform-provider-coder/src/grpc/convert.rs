@@ -50,6 +50,7 @@ pub(crate) fn attribute_path(path: &AttrPath) -> pb::AttributePath {
             selector: Some(match step {
                 Step::Attr(name) => Selector::AttributeName(name.clone()),
                 Step::Index(i) => Selector::ElementKeyInt(*i),
+                Step::Key(key) => Selector::ElementKeyString(key.clone()),
             }),
         })
         .collect();
@@ -118,7 +119,7 @@ fn nested_block(nested: &NestedBlock) -> pb::schema::NestedBlock {
         type_name: nested.name.to_owned(),
         block: Some(block(&nested.block, 0)),
         nesting: nesting.into(),
-        min_items: 0,
+        min_items: nested.min_items,
         max_items: nested.max_items,
     }
 }

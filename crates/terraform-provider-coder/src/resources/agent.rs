@@ -27,6 +27,12 @@ const DISPLAY_APP_DEFAULTS: [(&str, bool, &str); 5] = [
     ),
 ];
 
+/// The warnings of provider 2.17 for a `dir` other than the home directory.
+const DIR_WARNINGS: [&str; 2] = [
+    r#""dir" is deprecated and will be removed in a future release."#,
+    r#"Setting "dir" to a value other than $HOME will break Coder Desktop file sync."#,
+];
+
 fn display_apps_block() -> NestedBlock {
     let mut block = Block::new("Which built-in apps to show in the agent bar.");
     for (name, default, description) in DISPLAY_APP_DEFAULTS {
@@ -207,6 +213,15 @@ impl Resource for Agent {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        if let Some(dir) = config.get("dir").as_str()
+            && !matches!(dir, "" | "~" | "$HOME")
+        {
+            // Provider 2.17 warns: a starting directory other than home breaks Coder
+            // Desktop's file sync, and the attribute is on its way out.
+            for warning in DIR_WARNINGS {
+                diags.warning_at(AttrPath::attr("dir"), warning, "");
+            }
+        }
         if let Some(items) = config.get("metadata").as_list() {
             let mut keys = HashSet::new();
             for item in items {
@@ -332,6 +347,21 @@ mod tests {
             .map(|c| agent_token(&c))
             .unwrap_or_default();
         assert!(uuid::Uuid::parse_str(&fresh).is_ok());
+    }
+
+    #[test]
+    fn a_dir_other_than_home_is_deprecated() {
+        let warnings = |dir: &str| {
+            let mut diags = Diagnostics::default();
+            Agent.validate(&object([("dir", Value::from(dir))]), &mut diags);
+            assert!(!diags.has_errors());
+            diags.0.len()
+        };
+        assert_eq!(warnings("/workspace"), 2);
+        assert_eq!(warnings("~/src"), 2);
+        for home in ["", "~", "$HOME"] {
+            assert_eq!(warnings(home), 0, "{home}");
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Resource for App {
                     .default(false)
                     .describe("Open `url` on the client, unproxied."),
             )
-            .attr(Attribute::string("icon").describe("URL or path of an icon."))
+            .attr(Attribute::icon("icon"))
             .attr(Attribute::bool("subdomain").describe("Serve the app on its own subdomain."))
             .attr(
                 Attribute::string("share")

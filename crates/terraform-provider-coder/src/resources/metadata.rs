@@ -45,7 +45,7 @@ impl Resource for Metadata {
                     .describe("The `id` of the resource this metadata describes."),
             )
             .attr(Attribute::bool("hide").describe("Hide the resource in the UI."))
-            .attr(Attribute::string("icon").describe("URL or path of an icon."))
+            .attr(Attribute::icon("icon"))
             .attr(Attribute::int("daily_cost").describe("Cost of the resource per day."))
             .block(NestedBlock::list("item", item))
             .all_force_new();

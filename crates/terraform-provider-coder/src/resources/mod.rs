@@ -2,9 +2,12 @@
 
 mod agent;
 mod agent_instance;
+mod ai_task;
 mod app;
 mod cron;
+mod devcontainer;
 mod env;
+mod external_agent;
 mod metadata;
 mod script;
 
@@ -14,8 +17,11 @@ pub(crate) fn all() -> Vec<Box<dyn Resource>> {
     vec![
         Box::new(agent::Agent),
         Box::new(agent_instance::AgentInstance),
+        Box::new(ai_task::AiTask),
         Box::new(app::App),
+        Box::new(devcontainer::Devcontainer),
         Box::new(env::Env),
+        Box::new(external_agent::ExternalAgent),
         Box::new(metadata::Metadata),
         Box::new(script::Script),
     ]

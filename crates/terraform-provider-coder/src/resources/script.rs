@@ -27,7 +27,7 @@ impl Resource for Script {
                     .required()
                     .describe("The script itself."),
             )
-            .attr(Attribute::string("icon").describe("URL or path of an icon."))
+            .attr(Attribute::icon("icon"))
             .attr(
                 Attribute::string("log_path")
                     .describe("File the logs go to; relative to the temp dir."),

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::harness::{Tf, resources, str_of, values};
+use crate::harness::{Tf, planned_change, resources, str_of, values};
 
 const CONFIG: &str = r#"
 data "coder_workspace" "me" {}
@@ -101,15 +101,7 @@ fn agent_and_attached_resources_plan_and_apply() -> Result<()> {
     tf.plan(&[])?;
 
     let plan = tf.show_plan()?;
-    let changes = plan["resource_changes"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let agent_change = changes
-        .iter()
-        .find(|c| c["address"] == "coder_agent.main[0]")
-        .map(|c| c["change"].clone())
-        .unwrap_or_default();
+    let agent_change = planned_change(&plan, "coder_agent.main[0]");
     for computed in ["id", "token", "init_script"] {
         assert_eq!(
             agent_change["after_unknown"][computed], true,

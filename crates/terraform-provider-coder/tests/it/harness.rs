@@ -158,6 +158,15 @@ impl Tf {
     }
 }
 
+/// The planned `change` of the resource at `address` in a `terraform show -json` plan.
+pub fn planned_change(plan: &Value, address: &str) -> Value {
+    plan["resource_changes"]
+        .as_array()
+        .and_then(|changes| changes.iter().find(|c| c["address"] == address))
+        .map(|c| c["change"].clone())
+        .unwrap_or_default()
+}
+
 /// Every resource of a `terraform show -json` document (state or planned values), by address.
 pub fn resources(doc: &Value, section: &str) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();

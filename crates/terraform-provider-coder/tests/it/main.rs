@@ -4,6 +4,7 @@
 mod agent;
 mod harness;
 mod lifecycle;
+mod newer_types;
 mod parameter;
 mod plugin;
 mod state_shape;
