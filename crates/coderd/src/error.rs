@@ -106,6 +106,21 @@ impl From<store::Error> for ApiError {
     }
 }
 
+impl From<crate::domain::Error> for ApiError {
+    #[track_caller]
+    fn from(e: crate::domain::Error) -> Self {
+        use crate::domain::Error as E;
+        match e {
+            E::NotFound => Self::not_found(),
+            E::Forbidden { detail } => Self::forbidden().with_detail(detail),
+            E::BadRequest { message, detail } => Self::bad_request(message).with_detail(detail),
+            E::Validation(validations) => Self::validation(validations),
+            E::Conflict { message, detail } => Self::conflict(message).with_detail(detail),
+            E::Internal(cause) => Self::internal(cause),
+        }
+    }
+}
+
 impl From<crate::auth::Error> for ApiError {
     #[track_caller]
     fn from(e: crate::auth::Error) -> Self {

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod auth;
 pub mod authz;
 pub mod config;
+pub mod domain;
 pub mod error;
 pub mod http;
 pub mod openapi;
@@ -11,7 +12,9 @@ pub mod postgres;
 pub mod provisioners;
 pub mod pubsub;
 pub mod server;
+pub mod state;
 pub mod store;
+pub mod usage;
 pub mod validate;
 
 pub use config::ServerConfig;

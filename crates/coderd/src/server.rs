@@ -10,13 +10,14 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
-use crate::http::{self, AppState, StateInner};
+use crate::http;
 use crate::postgres::{self, embedded};
 use crate::provisioners::builtin;
 use crate::provisioners::dispatch::Dispatcher;
 use crate::provisioners::hang;
 use crate::provisioners::registry::DaemonRegistry;
 use crate::pubsub::Pubsub;
+use crate::state::{self, AppState, StateInner};
 use crate::store::Store;
 
 /// Name of the database coderd uses inside its embedded cluster.
@@ -44,6 +45,9 @@ pub enum Error {
 /// What [`serve`] needs beyond the pool and the listener.
 #[derive(Clone)]
 pub struct ServeOptions {
+    /// The deployment's settings.
+    pub deployment: state::Options,
+    /// Limits of the JSON API.
     pub http: http::Options,
     /// Provisioner daemons to run inside the server.
     pub provisioner_daemons: u32,
@@ -55,6 +59,7 @@ pub struct ServeOptions {
 impl std::fmt::Debug for ServeOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeOptions")
+            .field("deployment", &self.deployment)
             .field("http", &self.http)
             .field("provisioner_daemons", &self.provisioner_daemons)
             .field(
@@ -70,9 +75,10 @@ impl std::fmt::Debug for ServeOptions {
 }
 
 impl ServeOptions {
-    pub fn new(http: http::Options) -> Self {
+    pub fn new(deployment: state::Options) -> Self {
         Self {
-            http,
+            deployment,
+            http: http::Options::default(),
             provisioner_daemons: 0,
             builtin_engines: vec![(
                 provisionerd::engines::echo::PROVISIONER.to_owned(),
@@ -121,12 +127,12 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let store = Store::new(pool.clone());
-    options.http.deployment_id = store.deployment_id().await?;
+    options.deployment.deployment_id = store.deployment_id().await?;
     let pubsub = Pubsub::start(pool, shutdown.child_token());
     let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
     let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
     hang::start(store.clone(), shutdown.child_token());
-    let template_usage = http::usage::TemplateUsage::start(store.clone(), shutdown.child_token());
+    let template_usage = crate::usage::TemplateUsage::start(store.clone(), shutdown.child_token());
     let agents = crate::agents::Registry::default();
     let agent_batcher =
         crate::agents::Batcher::start(store.clone(), agents.clone(), shutdown.child_token());
@@ -145,7 +151,7 @@ pub async fn serve(
     let state = AppState::new(StateInner {
         store,
         pubsub,
-        options: options.http,
+        options: options.deployment,
         metrics,
         dispatcher,
         daemons,
@@ -162,7 +168,7 @@ pub async fn serve(
         .map(|(kind, engine)| (kind.as_str(), engine.clone()))
         .collect();
     let daemons = builtin::start(&state, options.provisioner_daemons, &engines, &daemons_stop);
-    let app = http::router(state);
+    let app = http::router(state, options.http);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running
     // server); then the server drains its connections.
     let drain = async move {
@@ -212,18 +218,20 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 source,
             })?;
         let bound = listener.local_addr().map_err(Error::Serve)?;
-        let mut http = http::Options::new(config.resolved_access_url(bound));
-        http.session_duration = config.session_duration;
-        http.max_token_lifetime = config.max_token_lifetime;
-        http.default_token_lifetime = http.default_token_lifetime.min(config.max_token_lifetime);
-        http.provisioner_psk = config.provisioner_daemon_psk.clone();
+        let mut deployment = state::Options::new(config.resolved_access_url(bound));
+        deployment.session_duration = config.session_duration;
+        deployment.max_token_lifetime = config.max_token_lifetime;
+        deployment.default_token_lifetime = deployment
+            .default_token_lifetime
+            .min(config.max_token_lifetime);
+        deployment.provisioner_psk = config.provisioner_daemon_psk.clone();
         tracing::info!(
             address = %bound,
-            access_url = %http.access_url,
+            access_url = %deployment.access_url,
             startup_ms = started.elapsed().as_millis() as u64,
             "coderd ready"
         );
-        let mut options = ServeOptions::new(http);
+        let mut options = ServeOptions::new(deployment);
         options.provisioner_daemons = config.provisioner_daemons;
         if config.provisioner_daemons > 0 {
             options.builtin_engines.push((

@@ -5,7 +5,7 @@ pub mod provisioning;
 
 use std::time::Duration;
 
-use coderd::http::Options;
+use coderd::state::Options;
 use coderd::{ServeOptions, serve};
 use codersdk::Client;
 use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};

@@ -13,7 +13,7 @@ use tokio_yamux::{Session, StreamHandle};
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store::{AgentAuth, MetadataWrite};
 
 /// How often agents should report stats.

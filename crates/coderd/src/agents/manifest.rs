@@ -2,7 +2,7 @@
 
 use codersdk::agentsdk::{Manifest, ManifestScript, MetadataDescription};
 
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store;
 
 pub async fn build(state: &AppState, agent: uuid::Uuid) -> store::Result<Manifest> {
@@ -15,7 +15,7 @@ pub async fn build(state: &AppState, agent: uuid::Uuid) -> store::Result<Manifes
         .agent_apps(agent)
         .await?
         .into_iter()
-        .map(crate::http::workspaces::app)
+        .map(crate::domain::render::app)
         .collect();
     Ok(Manifest {
         agent_id: row.id,

@@ -104,7 +104,7 @@ pub(super) async fn get_agent(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<WorkspaceAgent>> {
     resolve_agent(&state, &auth, id).await?;
-    Ok(Json(super::workspaces::agent(
+    Ok(Json(crate::domain::render::agent(
         state.store.agent_tree(id).await?,
     )))
 }

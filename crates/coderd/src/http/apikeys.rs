@@ -6,18 +6,16 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
-use chrono::Utc;
 use codersdk::Response;
 use codersdk::apikeys::{ApiKey, CreateTokenRequest, GenerateApiKeyResponse, NANOS_PER_SECOND};
 use codersdk::users::LoginType;
 use rand::seq::IndexedRandom;
-use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{Auth, Json, resolve_user};
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{self, ApiKeyRow, NewApiKey};
+use crate::store::ApiKeyRow;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -27,39 +25,6 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/users/{user}/keys/tokens/{name}", get(token_by_name))
         .route("/users/{user}/keys/{id}", get(key_by_id).delete(delete_key))
-}
-
-/// Mints a key for `user` and stores its hash; returns the token to show once.
-pub(crate) async fn issue_key(
-    state: &AppState,
-    user: Uuid,
-    login_type: LoginType,
-    token_name: &str,
-    lifetime: Duration,
-) -> ApiResult<String> {
-    let generated = crate::auth::generate_key();
-    let lifetime_seconds = i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX);
-    let key = NewApiKey {
-        id: generated.id.clone(),
-        hashed_secret: generated.hashed_secret.clone(),
-        user_id: user,
-        login_type: login_type.as_str().into(),
-        token_name: token_name.into(),
-        scope: "all".into(),
-        lifetime_seconds,
-        expires_at: Utc::now() + chrono::Duration::seconds(lifetime_seconds),
-    };
-    state
-        .store
-        .insert_api_key(&key)
-        .await
-        .map_err(|e| match e {
-            store::Error::Conflict { .. } => ApiError::conflict(format!(
-                "A token with the name {token_name:?} already exists."
-            )),
-            other => other.into(),
-        })?;
-    Ok(generated.token)
 }
 
 fn api_key(row: ApiKeyRow) -> ApiKey {
@@ -137,7 +102,8 @@ pub(super) async fn create_token(
         return Err(ApiError::bad_request("Invalid token name.")
             .with_detail("at most 64 characters, no control characters, no surrounding spaces"));
     }
-    let key = issue_key(&state, user.id, LoginType::Token, &name, lifetime).await?;
+    let key =
+        crate::domain::keys::issue_key(&state, user.id, LoginType::Token, &name, lifetime).await?;
     Ok((StatusCode::CREATED, Json(GenerateApiKeyResponse { key })))
 }
 

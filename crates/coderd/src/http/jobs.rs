@@ -13,32 +13,12 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{Json, empty_as_none};
+use crate::domain::render::job_status;
 use crate::error::{ApiError, ApiResult};
 use crate::provisioners::registry::OFFLINE_AFTER;
 use crate::provisioners::tags;
 use crate::pubsub::channels;
 use crate::store::{DaemonRow, JobRow, LogRow};
-
-/// The job's status, derived from its timestamps as Coder does.
-pub fn status(job: &JobRow) -> ProvisionerJobStatus {
-    if job.completed_at.is_some() {
-        if job.error.is_some() {
-            ProvisionerJobStatus::Failed
-        } else if job.canceled_at.is_some() {
-            ProvisionerJobStatus::Canceled
-        } else {
-            ProvisionerJobStatus::Succeeded
-        }
-    } else if job.error.is_some() {
-        ProvisionerJobStatus::Failed
-    } else if job.canceled_at.is_some() {
-        ProvisionerJobStatus::Canceling
-    } else if job.started_at.is_none() {
-        ProvisionerJobStatus::Pending
-    } else {
-        ProvisionerJobStatus::Running
-    }
-}
 
 pub fn job_tags(job: &JobRow) -> Tags {
     serde_json::from_value(job.tags.clone()).unwrap_or_default()
@@ -97,7 +77,7 @@ pub async fn render(
     job: &JobRow,
     daemons: &[DaemonRow],
 ) -> ApiResult<ProvisionerJob> {
-    let status = status(job);
+    let status = job_status(job);
     let (mut queue_position, mut queue_size) = (0, 0);
     let (available_workers, summary) = matched(state, job, daemons);
     let mut waiting_reason = String::new();

@@ -76,7 +76,7 @@ async fn daemon_job(
     let template = state.store.job_template(job.id).await?;
     Ok(Some(ProvisionerDaemonJob {
         id: job.id,
-        status: jobs::status(&job),
+        status: crate::domain::render::job_status(&job),
         template_name: template.name,
         template_icon: template.icon,
         template_display_name: template.display_name,

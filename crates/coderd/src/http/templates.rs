@@ -342,7 +342,7 @@ pub(super) async fn version_resources(
 ) -> ApiResult<Json<Vec<WorkspaceResource>>> {
     let row = resolve_version(&state, &auth, id).await?;
     let trees = state.store.resources_of_jobs(&[row.job_id]).await?;
-    Ok(Json(super::workspaces::resources(trees)))
+    Ok(Json(crate::domain::render::resources(trees)))
 }
 
 pub fn parameter(p: RichParameter) -> TemplateVersionParameter {
@@ -383,7 +383,7 @@ pub fn parameter(p: RichParameter) -> TemplateVersionParameter {
 /// Rejects reads of a version's import results while the import runs.
 async fn imported(state: &AppState, row: &TemplateVersionRow) -> ApiResult<()> {
     let job = state.store.job_by_id(row.job_id).await?;
-    match jobs::status(&job) {
+    match crate::domain::render::job_status(&job) {
         ProvisionerJobStatus::Succeeded => Ok(()),
         ProvisionerJobStatus::Pending | ProvisionerJobStatus::Running => Err(ApiError::new(
             StatusCode::BAD_REQUEST,

@@ -150,7 +150,7 @@ pub(super) async fn login(
         return Err(ApiError::unauthorized("Your account is suspended.")
             .with_detail("Contact an administrator to reactivate your account."));
     }
-    let token = super::apikeys::issue_key(
+    let token = crate::domain::keys::issue_key(
         &state,
         user.id,
         LoginType::Password,

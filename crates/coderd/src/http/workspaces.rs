@@ -4,17 +4,15 @@ use std::collections::HashMap;
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
-use chrono::Utc;
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{
-    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Healthcheck, Workspace, WorkspaceAgent,
-    WorkspaceAgentHealth, WorkspaceAgentLogSource, WorkspaceAgentScript, WorkspaceApp,
-    WorkspaceBuild, WorkspaceBuildParameter, WorkspaceHealth, WorkspaceResource,
-    WorkspaceResourceMetadata, WorkspaceStatus, WorkspacesResponse,
+    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace, WorkspaceBuild,
+    WorkspaceBuildParameter, WorkspaceHealth, WorkspaceResource, WorkspaceStatus,
+    WorkspacesResponse,
 };
 use uuid::Uuid;
 
@@ -23,13 +21,13 @@ use super::extract::{Auth, Json, Pagination, Query, empty_as_none, resolve_org, 
 use super::jobs::{self, LogParams};
 use super::parameters;
 use super::templates::rich_parameters;
-use crate::agents::INACTIVE_AFTER;
 use crate::authz::{Action, Object, Resource};
+use crate::domain::render::{build_status, job_status, resources};
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::tags;
 use crate::store::{
-    self, AgentRow, AgentTree, AppRow, BuildRow, DaemonRow, JobRow, NewBuild, NewJob, NewWorkspace,
-    ResourceTree, WorkspaceQuery, WorkspaceRow,
+    self, BuildRow, DaemonRow, JobRow, NewBuild, NewJob, NewWorkspace, ResourceTree,
+    WorkspaceQuery, WorkspaceRow,
 };
 use crate::validate;
 
@@ -57,186 +55,6 @@ pub fn routes() -> Router<AppState> {
         .route("/workspacebuilds/{id}/resources", get(build_resources))
         .route("/workspacebuilds/{id}/state", get(build_state))
         .route("/workspacebuilds/{id}/parameters", get(build_parameters))
-}
-
-/// A workspace build's status: its job's status read through its transition.
-pub fn build_status(transition: &str, job: ProvisionerJobStatus) -> WorkspaceStatus {
-    use ProvisionerJobStatus as J;
-    use WorkspaceStatus as W;
-    match (job, transition) {
-        (J::Pending, _) => W::Pending,
-        (J::Running, "start") => W::Starting,
-        (J::Running, "stop") => W::Stopping,
-        (J::Running, _) => W::Deleting,
-        (J::Succeeded, "start") => W::Running,
-        (J::Succeeded, "stop") => W::Stopped,
-        (J::Succeeded, _) => W::Deleted,
-        (J::Canceling, _) => W::Canceling,
-        (J::Canceled, _) => W::Canceled,
-        (J::Failed, _) => W::Failed,
-    }
-}
-
-/// Connection status of an agent, derived from its connection timestamps: connecting (never
-/// connected, within its timeout), timeout (never connected, past it), disconnected (a recorded
-/// disconnect after the last connection, or no sign of life for [`INACTIVE_AFTER`]), connected.
-pub fn agent_status(agent: &AgentRow) -> &'static str {
-    let now = Utc::now();
-    match (agent.first_connected_at, agent.last_connected_at) {
-        (None, _) | (_, None) => {
-            let waited = (now - agent.created_at).num_seconds();
-            if agent.connection_timeout_seconds > 0
-                && waited > i64::from(agent.connection_timeout_seconds)
-            {
-                "timeout"
-            } else {
-                "connecting"
-            }
-        }
-        (Some(_), Some(last)) => {
-            let silent = (now - last).to_std().unwrap_or_default() > INACTIVE_AFTER;
-            if agent.disconnected_at.is_some_and(|d| d >= last) || silent {
-                "disconnected"
-            } else {
-                "connected"
-            }
-        }
-    }
-}
-
-pub fn app(row: AppRow) -> WorkspaceApp {
-    WorkspaceApp {
-        id: row.id,
-        url: row.url,
-        external: row.external,
-        slug: row.slug,
-        display_name: row.display_name,
-        command: row.command,
-        icon: row.icon,
-        subdomain: row.subdomain,
-        subdomain_name: None,
-        sharing_level: row.sharing_level,
-        healthcheck: (!row.healthcheck_url.is_empty()).then_some(Healthcheck {
-            url: row.healthcheck_url,
-            interval: row.healthcheck_interval,
-            threshold: row.healthcheck_threshold,
-        }),
-        health: row.health,
-        group: row.display_group,
-        hidden: row.hidden,
-        open_in: row.open_in,
-    }
-}
-
-pub fn agent(tree: AgentTree) -> WorkspaceAgent {
-    let AgentTree {
-        agent: row,
-        apps,
-        scripts,
-        log_sources,
-    } = tree;
-    let status = agent_status(&row);
-    let behavior = if scripts.iter().any(|s| s.start_blocks_login) {
-        "blocking"
-    } else {
-        "non-blocking"
-    };
-    let healthy = status == "connected";
-    WorkspaceAgent {
-        id: row.id,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        first_connected_at: row.first_connected_at,
-        last_connected_at: row.last_connected_at,
-        disconnected_at: row.disconnected_at,
-        started_at: row.started_at,
-        ready_at: row.ready_at,
-        status: status.into(),
-        lifecycle_state: row.lifecycle_state,
-        name: row.name,
-        resource_id: row.resource_id,
-        instance_id: row.auth_instance_id.unwrap_or_default(),
-        architecture: row.architecture,
-        environment_variables: serde_json::from_value(row.environment_variables)
-            .unwrap_or_default(),
-        operating_system: row.operating_system,
-        logs_length: row.logs_length,
-        logs_overflowed: row.logs_overflowed,
-        directory: row.directory,
-        expanded_directory: row.expanded_directory,
-        version: row.version,
-        api_version: row.api_version,
-        apps: apps.into_iter().map(app).collect(),
-        connection_timeout_seconds: row.connection_timeout_seconds,
-        troubleshooting_url: row.troubleshooting_url,
-        health: WorkspaceAgentHealth {
-            healthy,
-            reason: if healthy {
-                String::new()
-            } else {
-                format!("agent is {status}")
-            },
-        },
-        display_apps: row.display_apps,
-        log_sources: log_sources
-            .into_iter()
-            .map(|l| WorkspaceAgentLogSource {
-                workspace_agent_id: l.agent_id,
-                id: l.id,
-                created_at: l.created_at,
-                display_name: l.display_name,
-                icon: l.icon,
-            })
-            .collect(),
-        scripts: scripts
-            .into_iter()
-            .map(|s| WorkspaceAgentScript {
-                id: s.id,
-                log_source_id: s.log_source_id,
-                log_path: s.log_path,
-                script: s.script,
-                cron: s.cron,
-                run_on_start: s.run_on_start,
-                run_on_stop: s.run_on_stop,
-                start_blocks_login: s.start_blocks_login,
-                timeout: i64::from(s.timeout_seconds) * 1_000_000_000,
-                display_name: s.display_name,
-            })
-            .collect(),
-        startup_script_behavior: behavior.into(),
-    }
-}
-
-pub fn resources(trees: Vec<ResourceTree>) -> Vec<WorkspaceResource> {
-    trees
-        .into_iter()
-        .map(|t| WorkspaceResource {
-            id: t.resource.id,
-            created_at: t.resource.created_at,
-            job_id: t.resource.job_id,
-            workspace_transition: t.resource.transition,
-            kind: t.resource.r#type,
-            name: t.resource.name,
-            hide: t.resource.hide,
-            icon: t.resource.icon,
-            agents: t.agents.into_iter().map(agent).collect(),
-            metadata: t
-                .metadata
-                .into_iter()
-                .map(|m| WorkspaceResourceMetadata {
-                    key: m.key,
-                    // Sensitive values never leave coderd.
-                    value: if m.sensitive {
-                        String::new()
-                    } else {
-                        m.value.unwrap_or_default()
-                    },
-                    sensitive: m.sensitive,
-                })
-                .collect(),
-            daily_cost: t.resource.daily_cost,
-        })
-        .collect()
 }
 
 /// Everything needed to render builds in bulk: their jobs, resources and the daemons.
@@ -441,7 +259,7 @@ async fn build_version(
         ));
     }
     let job = state.store.job_by_id(version.job_id).await?;
-    let status = jobs::status(&job);
+    let status = job_status(&job);
     if status != ProvisionerJobStatus::Succeeded {
         return Err(ApiError::bad_request(
             "The template version has not been imported successfully.",
@@ -677,6 +495,7 @@ async fn parse_query(state: &AppState, auth: &Auth, q: &str) -> ApiResult<Worksp
     responses((status = 200, body = WorkspacesResponse)))]
 pub(super) async fn list_workspaces(
     State(state): State<AppState>,
+    Extension(options): Extension<super::Options>,
     auth: Auth,
     Query(params): Query<ListParams>,
 ) -> ApiResult<Response> {
@@ -684,7 +503,7 @@ pub(super) async fn list_workspaces(
     (query.limit, query.offset) = params.page.resolve(i64::MAX)?;
     let filter = auth.subject.filter(Resource::Workspace);
     let (ids, count) = state.store.list_workspace_ids(&query, &filter).await?;
-    let chunk = state.options.workspace_list_chunk.max(1);
+    let chunk = options.workspace_list_chunk.max(1);
     if ids.len() <= chunk {
         let rows = state.store.workspaces_by_ids(&ids).await?;
         let workspaces = render_workspaces(&state, rows).await?;

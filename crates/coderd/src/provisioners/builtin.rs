@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::Capability;
 use super::session::{self, SessionIo};
 use super::tags;
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store::{self, NewDaemon};
 
 /// How long built-in daemons may finish a running job when the server stops.

@@ -12,7 +12,7 @@ use codersdk::provisionerd::{
 use codersdk::users::LoginType;
 use uuid::Uuid;
 
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store::{self, JobRow};
 
 /// How long the workspace owner's token handed to terraform builds lasts.
@@ -105,7 +105,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                 .await?;
             let transition: Transition = build.transition.parse().map_err(PayloadError::Input)?;
             let owner_token = if job.provisioner == "terraform" {
-                crate::http::apikeys::issue_key(
+                crate::domain::keys::issue_key(
                     state,
                     build.owner_id,
                     LoginType::None,
@@ -113,7 +113,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                     OWNER_TOKEN_LIFETIME,
                 )
                 .await
-                .map_err(|e| PayloadError::Token(e.body.message))?
+                .map_err(|e| PayloadError::Token(e.to_string()))?
             } else {
                 String::new()
             };

@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::dispatch::{Capability, Posting, Wake};
 use super::payload;
-use crate::http::AppState;
 use crate::pubsub::{Subscription, channels};
+use crate::state::AppState;
 use crate::store::{Completion, DaemonRow, FinishOutcome, ImportResult, UpdateOutcome};
 
 /// How often an idle daemon looks for work on its own, in case a notification was lost.

@@ -277,7 +277,7 @@ async fn members_need_scope_user_to_run_daemons() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn psk_and_key_daemons_work_and_wrong_secrets_are_refused() -> anyhow::Result<()> {
     let psk = "a-shared-secret-for-daemons";
-    let app = TestApp::with_options(|o| o.http.provisioner_psk = Some(psk.into())).await?;
+    let app = TestApp::with_options(|o| o.deployment.provisioner_psk = Some(psk.into())).await?;
     let (owner, _) = app.owner().await?;
 
     let wrong_psk = app.daemon(DaemonSpec::new("bad-psk", DaemonAuth::Psk("nope".into())))?;

@@ -1,0 +1,45 @@
+//! Minting API keys: sessions (password logins), named tokens, and the short-lived owner tokens
+//! terraform builds get.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use codersdk::users::LoginType;
+use uuid::Uuid;
+
+use super::{Error, Result};
+use crate::state::AppState;
+use crate::store::{self, NewApiKey};
+
+/// Mints a key for `user` and stores its hash; returns the token to show once.
+pub async fn issue_key(
+    state: &AppState,
+    user: Uuid,
+    login_type: LoginType,
+    token_name: &str,
+    lifetime: Duration,
+) -> Result<String> {
+    let generated = crate::auth::generate_key();
+    let lifetime_seconds = i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX);
+    let key = NewApiKey {
+        id: generated.id.clone(),
+        hashed_secret: generated.hashed_secret.clone(),
+        user_id: user,
+        login_type: login_type.as_str().into(),
+        token_name: token_name.into(),
+        scope: "all".into(),
+        lifetime_seconds,
+        expires_at: Utc::now() + chrono::Duration::seconds(lifetime_seconds),
+    };
+    state
+        .store
+        .insert_api_key(&key)
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { .. } => Error::conflict(format!(
+                "A token with the name {token_name:?} already exists."
+            )),
+            other => other.into(),
+        })?;
+    Ok(generated.token)
+}

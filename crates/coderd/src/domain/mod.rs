@@ -1,0 +1,11 @@
+//! The domain layer: what coderd decides, independent of which front door asked. The JSON API,
+//! the dashboard, the lifecycle executor, `coder ssh`'s auto-start, the relay and the app proxy
+//! all call these functions with an [`authz::Subject`](crate::authz::Subject) (a user's, or
+//! [`Subject::system`](crate::authz::Subject::system) for background work) and get rows or SDK
+//! types back, or an [`Error`] that each front door presents its own way.
+
+mod error;
+pub mod keys;
+pub mod render;
+
+pub use error::{Error, Result};

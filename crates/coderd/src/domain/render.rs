@@ -1,0 +1,214 @@
+//! Rendering rows as the SDK types every front door shows, and the statuses derived from them
+//! (job, build, agent): one place, so the API and the dashboard can never disagree.
+
+use chrono::Utc;
+use codersdk::provisioners::ProvisionerJobStatus;
+use codersdk::workspaces::{
+    Healthcheck, WorkspaceAgent, WorkspaceAgentHealth, WorkspaceAgentLogSource,
+    WorkspaceAgentScript, WorkspaceApp, WorkspaceResource, WorkspaceResourceMetadata,
+    WorkspaceStatus,
+};
+
+use crate::agents::INACTIVE_AFTER;
+use crate::store::{AgentRow, AgentTree, AppRow, JobRow, ResourceTree};
+
+/// The job's status, derived from its timestamps as Coder does.
+pub fn job_status(job: &JobRow) -> ProvisionerJobStatus {
+    if job.completed_at.is_some() {
+        if job.error.is_some() {
+            ProvisionerJobStatus::Failed
+        } else if job.canceled_at.is_some() {
+            ProvisionerJobStatus::Canceled
+        } else {
+            ProvisionerJobStatus::Succeeded
+        }
+    } else if job.error.is_some() {
+        ProvisionerJobStatus::Failed
+    } else if job.canceled_at.is_some() {
+        ProvisionerJobStatus::Canceling
+    } else if job.started_at.is_none() {
+        ProvisionerJobStatus::Pending
+    } else {
+        ProvisionerJobStatus::Running
+    }
+}
+
+/// A workspace build's status: its job's status read through its transition.
+pub fn build_status(transition: &str, job: ProvisionerJobStatus) -> WorkspaceStatus {
+    use ProvisionerJobStatus as J;
+    use WorkspaceStatus as W;
+    match (job, transition) {
+        (J::Pending, _) => W::Pending,
+        (J::Running, "start") => W::Starting,
+        (J::Running, "stop") => W::Stopping,
+        (J::Running, _) => W::Deleting,
+        (J::Succeeded, "start") => W::Running,
+        (J::Succeeded, "stop") => W::Stopped,
+        (J::Succeeded, _) => W::Deleted,
+        (J::Canceling, _) => W::Canceling,
+        (J::Canceled, _) => W::Canceled,
+        (J::Failed, _) => W::Failed,
+    }
+}
+
+/// Connection status of an agent, derived from its connection timestamps: connecting (never
+/// connected, within its timeout), timeout (never connected, past it), disconnected (a recorded
+/// disconnect after the last connection, or no sign of life for [`INACTIVE_AFTER`]), connected.
+pub fn agent_status(agent: &AgentRow) -> &'static str {
+    let now = Utc::now();
+    match (agent.first_connected_at, agent.last_connected_at) {
+        (None, _) | (_, None) => {
+            let waited = (now - agent.created_at).num_seconds();
+            if agent.connection_timeout_seconds > 0
+                && waited > i64::from(agent.connection_timeout_seconds)
+            {
+                "timeout"
+            } else {
+                "connecting"
+            }
+        }
+        (Some(_), Some(last)) => {
+            let silent = (now - last).to_std().unwrap_or_default() > INACTIVE_AFTER;
+            if agent.disconnected_at.is_some_and(|d| d >= last) || silent {
+                "disconnected"
+            } else {
+                "connected"
+            }
+        }
+    }
+}
+
+pub fn app(row: AppRow) -> WorkspaceApp {
+    WorkspaceApp {
+        id: row.id,
+        url: row.url,
+        external: row.external,
+        slug: row.slug,
+        display_name: row.display_name,
+        command: row.command,
+        icon: row.icon,
+        subdomain: row.subdomain,
+        subdomain_name: None,
+        sharing_level: row.sharing_level,
+        healthcheck: (!row.healthcheck_url.is_empty()).then_some(Healthcheck {
+            url: row.healthcheck_url,
+            interval: row.healthcheck_interval,
+            threshold: row.healthcheck_threshold,
+        }),
+        health: row.health,
+        group: row.display_group,
+        hidden: row.hidden,
+        open_in: row.open_in,
+    }
+}
+
+pub fn agent(tree: AgentTree) -> WorkspaceAgent {
+    let AgentTree {
+        agent: row,
+        apps,
+        scripts,
+        log_sources,
+    } = tree;
+    let status = agent_status(&row);
+    let behavior = if scripts.iter().any(|s| s.start_blocks_login) {
+        "blocking"
+    } else {
+        "non-blocking"
+    };
+    let healthy = status == "connected";
+    WorkspaceAgent {
+        id: row.id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        first_connected_at: row.first_connected_at,
+        last_connected_at: row.last_connected_at,
+        disconnected_at: row.disconnected_at,
+        started_at: row.started_at,
+        ready_at: row.ready_at,
+        status: status.into(),
+        lifecycle_state: row.lifecycle_state,
+        name: row.name,
+        resource_id: row.resource_id,
+        instance_id: row.auth_instance_id.unwrap_or_default(),
+        architecture: row.architecture,
+        environment_variables: serde_json::from_value(row.environment_variables)
+            .unwrap_or_default(),
+        operating_system: row.operating_system,
+        logs_length: row.logs_length,
+        logs_overflowed: row.logs_overflowed,
+        directory: row.directory,
+        expanded_directory: row.expanded_directory,
+        version: row.version,
+        api_version: row.api_version,
+        apps: apps.into_iter().map(app).collect(),
+        connection_timeout_seconds: row.connection_timeout_seconds,
+        troubleshooting_url: row.troubleshooting_url,
+        health: WorkspaceAgentHealth {
+            healthy,
+            reason: if healthy {
+                String::new()
+            } else {
+                format!("agent is {status}")
+            },
+        },
+        display_apps: row.display_apps,
+        log_sources: log_sources
+            .into_iter()
+            .map(|l| WorkspaceAgentLogSource {
+                workspace_agent_id: l.agent_id,
+                id: l.id,
+                created_at: l.created_at,
+                display_name: l.display_name,
+                icon: l.icon,
+            })
+            .collect(),
+        scripts: scripts
+            .into_iter()
+            .map(|s| WorkspaceAgentScript {
+                id: s.id,
+                log_source_id: s.log_source_id,
+                log_path: s.log_path,
+                script: s.script,
+                cron: s.cron,
+                run_on_start: s.run_on_start,
+                run_on_stop: s.run_on_stop,
+                start_blocks_login: s.start_blocks_login,
+                timeout: i64::from(s.timeout_seconds) * 1_000_000_000,
+                display_name: s.display_name,
+            })
+            .collect(),
+        startup_script_behavior: behavior.into(),
+    }
+}
+
+pub fn resources(trees: Vec<ResourceTree>) -> Vec<WorkspaceResource> {
+    trees
+        .into_iter()
+        .map(|t| WorkspaceResource {
+            id: t.resource.id,
+            created_at: t.resource.created_at,
+            job_id: t.resource.job_id,
+            workspace_transition: t.resource.transition,
+            kind: t.resource.r#type,
+            name: t.resource.name,
+            hide: t.resource.hide,
+            icon: t.resource.icon,
+            agents: t.agents.into_iter().map(agent).collect(),
+            metadata: t
+                .metadata
+                .into_iter()
+                .map(|m| WorkspaceResourceMetadata {
+                    key: m.key,
+                    // Sensitive values never leave coderd.
+                    value: if m.sensitive {
+                        String::new()
+                    } else {
+                        m.value.unwrap_or_default()
+                    },
+                    sensitive: m.sensitive,
+                })
+                .collect(),
+            daily_cost: t.resource.daily_cost,
+        })
+        .collect()
+}
