@@ -18,4 +18,4 @@ pub mod usage;
 pub mod validate;
 
 pub use config::ServerConfig;
-pub use server::{ServeOptions, run, serve};
+pub use server::{ServeOptions, run, serve, serve_state};

@@ -1,10 +1,9 @@
 //! Launching coderd: [`run`] is `coder server` (database, listener, signals handled by the
-//! caller); [`serve`] runs the API on a given pool and listener, as tests do.
+//! caller); [`serve`] runs the API on a given pool and listener, as tests do; [`serve_state`]
+//! serves an already started core.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
-use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -13,12 +12,7 @@ use crate::config::ServerConfig;
 use crate::http;
 use crate::postgres::{self, embedded};
 use crate::provisioners::builtin;
-use crate::provisioners::dispatch::Dispatcher;
-use crate::provisioners::hang;
-use crate::provisioners::registry::DaemonRegistry;
-use crate::pubsub::Pubsub;
-use crate::state::{self, AppState, StateInner};
-use crate::store::Store;
+use crate::state::{self, AppState};
 
 /// Name of the database coderd uses inside its embedded cluster.
 const EMBEDDED_DATABASE: &str = "coder";
@@ -88,79 +82,25 @@ impl ServeOptions {
     }
 }
 
-/// The process-wide Prometheus recorder (a process has one global recorder, however many
-/// servers a test starts in it).
-pub fn metrics_handle() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            // Only empty bucket lists are refused, and ours are constants.
-            let builder = histogram_buckets().unwrap_or_else(|_| PrometheusBuilder::new());
-            let recorder = builder.build_recorder();
-            let handle = recorder.handle();
-            // Fails only if another recorder is installed; ours then just stays empty.
-            let _ = metrics::set_global_recorder(recorder);
-            handle
-        })
-        .clone()
-}
-
-/// Our histograms are Prometheus histograms with fixed buckets: a few counters per series, so
-/// the exporter's memory stays flat however many observations it gets (the default summaries
-/// keep a growing sketch per series: 23 MB after 3,000 builds), and they aggregate across
-/// replicas, as quantiles do not.
-fn histogram_buckets() -> Result<PrometheusBuilder, BuildError> {
-    const SECONDS: &[f64] = &[
-        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-    ];
-    const COUNTS: &[f64] = &[1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
-    PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)?
-        .set_buckets_for_metric(Matcher::Suffix("_batch_size".into()), COUNTS)
-}
-
 /// Serves the API on `listener` until `shutdown` is cancelled, then drains in-flight requests.
 pub async fn serve(
     pool: PgPool,
-    mut options: ServeOptions,
+    options: ServeOptions,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
-    let store = Store::new(pool.clone());
-    options.deployment.deployment_id = store.deployment_id().await?;
-    let pubsub = Pubsub::start(pool, shutdown.child_token());
-    let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
-    let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
-    hang::start(store.clone(), shutdown.child_token());
-    let template_usage = crate::usage::TemplateUsage::start(store.clone(), shutdown.child_token());
-    let agents = crate::agents::Registry::default();
-    let agent_batcher =
-        crate::agents::Batcher::start(store.clone(), agents.clone(), shutdown.child_token());
-    let metrics = metrics_handle();
-    let upkeep = metrics.clone();
-    let upkeep_stop = shutdown.child_token();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        loop {
-            tokio::select! {
-                () = upkeep_stop.cancelled() => return,
-                _ = tick.tick() => upkeep.run_upkeep(),
-            }
-        }
-    });
-    let state = AppState::new(StateInner {
-        store,
-        pubsub,
-        options: options.deployment,
-        metrics,
-        dispatcher,
-        daemons,
-        agents,
-        agent_batcher,
-        template_usage,
-        files: Default::default(),
-        shutdown: shutdown.clone(),
-    });
+    let state = AppState::start(pool, options.deployment.clone(), shutdown.clone()).await?;
+    serve_state(state, options, listener, shutdown).await
+}
+
+/// Serves the API of an already started core (see [`AppState::start`]), whose settings win over
+/// `options.deployment`. Tests keep the state to call the domain layer directly.
+pub async fn serve_state(
+    state: AppState,
+    options: ServeOptions,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
     let daemons_stop = CancellationToken::new();
     let engines: Vec<(&str, Arc<dyn provisionerd::Engine>)> = options
         .builtin_engines

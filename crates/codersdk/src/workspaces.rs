@@ -282,6 +282,10 @@ pub struct CreateWorkspaceBuildRequest {
     pub orphan: bool,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub log_level: String,
+    /// Why a client starts the build: `dashboard`, `cli`, `ssh_connection`,
+    /// `vscode_connection` or `jetbrains_connection` (empty: `initiator`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
 }
 
 impl crate::Client {

@@ -5,8 +5,8 @@ pub mod provisioning;
 
 use std::time::Duration;
 
-use coderd::state::Options;
-use coderd::{ServeOptions, serve};
+use coderd::state::{AppState, Options};
+use coderd::{ServeOptions, serve_state};
 use codersdk::Client;
 use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
 use sqlx::PgPool;
@@ -16,7 +16,9 @@ use url::Url;
 use uuid::Uuid;
 
 pub use pg::TestDb;
-pub use provisioning::{DaemonSpec, TestDaemon, eventually, wait_build, wait_job};
+pub use provisioning::{
+    DaemonSpec, TestDaemon, eventually, running_workspace, wait_build, wait_job,
+};
 
 /// Password every test user gets.
 pub const PASSWORD: &str = "SomeSecurePassword!";
@@ -36,6 +38,8 @@ pub fn init_tracing() {
 pub struct TestApp {
     pub url: Url,
     pub db: TestDb,
+    /// The server's core, for tests that call the domain layer directly.
+    pub state: AppState,
     shutdown: CancellationToken,
     server: Option<tokio::task::JoinHandle<Result<(), coderd::server::Error>>>,
 }
@@ -54,10 +58,22 @@ impl TestApp {
         let mut options = ServeOptions::new(Options::new(url.clone()));
         adjust(&mut options);
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(serve(db.pool.clone(), options, listener, shutdown.clone()));
+        let state = AppState::start(
+            db.pool.clone(),
+            options.deployment.clone(),
+            shutdown.clone(),
+        )
+        .await?;
+        let server = tokio::spawn(serve_state(
+            state.clone(),
+            options,
+            listener,
+            shutdown.clone(),
+        ));
         let app = Self {
             url,
             db,
+            state,
             shutdown,
             server: Some(server),
         };

@@ -10,7 +10,7 @@ use codersdk::provisioners::{ProvisionerJob, ProvisionerJobStatus};
 use codersdk::templates::{
     CreateTemplateRequest, CreateTemplateVersionRequest, Template, TemplateVersion,
 };
-use codersdk::workspaces::WorkspaceBuild;
+use codersdk::workspaces::{CreateWorkspaceRequest, Workspace, WorkspaceBuild};
 use provisionerd::engines::echo::{self, EchoEngine, EchoTemplate};
 use provisionerd::{DaemonAuth, DaemonConfig, DaemonError, WebSocketConnector};
 use tokio::task::JoinHandle;
@@ -180,6 +180,27 @@ impl TestApp {
             )
             .await?)
     }
+}
+
+/// Creates `name` from `template` for the client's user, waits for its first build, and
+/// returns the workspace as it then is.
+pub async fn running_workspace(
+    client: &Client,
+    template: uuid::Uuid,
+    name: &str,
+) -> anyhow::Result<Workspace> {
+    let ws = client
+        .create_workspace(
+            "me",
+            &CreateWorkspaceRequest {
+                template_id: Some(template),
+                name: name.into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    wait_build(client, ws.latest_build.id).await?;
+    Ok(client.workspace(ws.id).await?)
 }
 
 /// Polls `job` until it is no longer active (or fails the test after [`JOB_TIMEOUT`]).

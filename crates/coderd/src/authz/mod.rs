@@ -147,8 +147,30 @@ impl Filter {
 }
 
 impl Subject {
+    /// coderd itself, for background work (the lifecycle executor): holds only the `system`
+    /// role. Its id is the nil UUID, which no user has; builds it creates record the
+    /// workspace's owner as their initiator.
+    pub fn system() -> Self {
+        Self {
+            user_id: Uuid::nil(),
+            site_roles: vec![roles::SYSTEM.name.to_owned()],
+            orgs: HashMap::new(),
+        }
+    }
+
+    /// Whether this is [`Subject::system`].
+    pub fn is_system(&self) -> bool {
+        self.user_id.is_nil() && self.has_site_role(roles::SYSTEM.name)
+    }
+
     fn site_role_defs(&self) -> impl Iterator<Item = &'static RoleDef> + '_ {
-        std::iter::once(roles::MEMBER).chain(self.site_roles.iter().filter_map(|r| site_role(r)))
+        // The system actor holds nothing else, not even `member`.
+        let system = self.is_system().then_some(roles::SYSTEM);
+        let users = (!self.is_system()).then_some(roles::MEMBER);
+        system
+            .into_iter()
+            .chain(users)
+            .chain(self.site_roles.iter().filter_map(|r| site_role(r)))
     }
 
     fn org_role_defs(&self, org: Uuid) -> impl Iterator<Item = &'static RoleDef> + '_ {

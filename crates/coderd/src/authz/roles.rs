@@ -166,6 +166,22 @@ pub const ORGANIZATION_AUDITOR: &RoleDef = &RoleDef {
     user: NONE,
 };
 
+/// coderd's own background work (the lifecycle executor's builds): what it needs and no more.
+/// Never assignable and never a user's: only [`super::Subject::system`] holds it.
+pub const SYSTEM: &RoleDef = &RoleDef {
+    name: "system",
+    display_name: "System",
+    site: Grants::Some(&[
+        (Workspace, &[Read, Update, Delete]),
+        (Template, READ),
+        (Organization, READ),
+        (User, READ),
+        (ProvisionerJob, READ),
+    ]),
+    org: NONE,
+    user: NONE,
+};
+
 /// Site roles that can be assigned (`member` is implicit and not listed).
 pub const SITE_ROLES: &[&RoleDef] = &[OWNER, USER_ADMIN, TEMPLATE_ADMIN, AUDITOR];
 

@@ -102,3 +102,27 @@ fn filters_match_single_decisions() {
         }
     }
 }
+
+#[test]
+fn the_system_actor_may_build_any_workspace_and_nothing_more() {
+    let system = Subject::system();
+    assert!(system.is_system());
+    let ws = Object::owned(Resource::Workspace, Some(Uuid::new_v4()), Uuid::new_v4());
+    for action in [Action::Read, Action::Update, Action::Delete] {
+        assert!(system.can(action, &ws), "{action:?}");
+    }
+    assert!(!system.can(Action::Connect, &ws), "never into a workspace");
+    assert!(!system.can(Action::Create, &ws));
+    let key = Object::owned(Resource::ApiKey, None, Uuid::new_v4());
+    assert!(!system.can(Action::Read, &key));
+    assert!(!system.can(Action::Update, &Object::site(Resource::AssignRole)));
+    assert!(system.filter(Resource::Workspace).all);
+}
+
+#[test]
+fn a_user_cannot_claim_the_system_role() {
+    let claimant = subject(&["system"], &[]);
+    assert!(!claimant.is_system());
+    let ws = Object::owned(Resource::Workspace, Some(Uuid::new_v4()), Uuid::new_v4());
+    assert!(!claimant.can(Action::Read, &ws));
+}

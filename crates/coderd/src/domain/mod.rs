@@ -4,8 +4,10 @@
 //! [`Subject::system`](crate::authz::Subject::system) for background work) and get rows or SDK
 //! types back, or an [`Error`] that each front door presents its own way.
 
+pub mod builds;
 mod error;
 pub mod keys;
+pub mod parameters;
 pub mod render;
 
 pub use error::{Error, Result};

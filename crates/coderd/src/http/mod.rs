@@ -9,7 +9,6 @@ pub(crate) mod files;
 mod jobs;
 pub(crate) mod meta;
 pub(crate) mod organizations;
-mod parameters;
 pub(crate) mod provisioners;
 pub(crate) mod templates;
 pub(crate) mod users;

@@ -120,11 +120,6 @@ pub async fn version(state: &AppState, row: TemplateVersionRow) -> ApiResult<Tem
     })
 }
 
-/// The version's parameters as the import recorded them.
-pub fn rich_parameters(row: &TemplateVersionRow) -> Vec<RichParameter> {
-    serde_json::from_value(row.rich_parameters.clone()).unwrap_or_default()
-}
-
 /// A template the caller may see, or 404.
 pub async fn resolve_template(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<TemplateRow> {
     let row = state.store.template_by_id(id).await?;
@@ -404,7 +399,10 @@ pub(super) async fn version_parameters(
     let row = resolve_version(&state, &auth, id).await?;
     imported(&state, &row).await?;
     Ok(Json(
-        rich_parameters(&row).into_iter().map(parameter).collect(),
+        crate::domain::parameters::declared(&row)
+            .into_iter()
+            .map(parameter)
+            .collect(),
     ))
 }
 

@@ -8,7 +8,6 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
-use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{
     CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace, WorkspaceBuild,
     WorkspaceBuildParameter, WorkspaceHealth, WorkspaceResource, WorkspaceStatus,
@@ -19,17 +18,11 @@ use uuid::Uuid;
 use super::AppState;
 use super::extract::{Auth, Json, Pagination, Query, empty_as_none, resolve_org, resolve_user};
 use super::jobs::{self, LogParams};
-use super::parameters;
-use super::templates::rich_parameters;
 use crate::authz::{Action, Object, Resource};
-use crate::domain::render::{build_status, job_status, resources};
-use crate::error::{ApiError, ApiResult, Validator};
-use crate::provisioners::tags;
-use crate::store::{
-    self, BuildRow, DaemonRow, JobRow, NewBuild, NewJob, NewWorkspace, ResourceTree,
-    WorkspaceQuery, WorkspaceRow,
-};
-use crate::validate;
+use crate::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
+use crate::domain::render::{build_status, resources};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{self, BuildRow, DaemonRow, JobRow, ResourceTree, WorkspaceQuery, WorkspaceRow};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -230,74 +223,6 @@ async fn resolve_build(
     Ok((build, workspace))
 }
 
-/// The version a build runs: the one asked for (which must belong to the workspace's template
-/// and be imported), else the previous build's.
-async fn build_version(
-    state: &AppState,
-    template: (Uuid, Uuid),
-    requested: Option<Uuid>,
-    previous: Option<&BuildRow>,
-) -> ApiResult<(store::TemplateVersionRow, JobRow)> {
-    let (template_id, active_version_id) = template;
-    let id = match (requested, previous) {
-        (Some(id), _) => id,
-        (None, Some(prev)) => prev.template_version_id,
-        (None, None) => active_version_id,
-    };
-    let version = state
-        .store
-        .template_version_by_id(id)
-        .await
-        .map_err(|e| match e {
-            store::Error::NotFound => ApiError::bad_request("Template version does not exist.")
-                .with_detail(format!("no template version {id}")),
-            other => other.into(),
-        })?;
-    if version.template_id != Some(template_id) {
-        return Err(ApiError::bad_request(
-            "The template version does not belong to the workspace's template.",
-        ));
-    }
-    let job = state.store.job_by_id(version.job_id).await?;
-    let status = job_status(&job);
-    if status != ProvisionerJobStatus::Succeeded {
-        return Err(ApiError::bad_request(
-            "The template version has not been imported successfully.",
-        )
-        .with_detail(
-            job.error
-                .unwrap_or_else(|| format!("its import is {}", status.as_str())),
-        ));
-    }
-    Ok((version, job))
-}
-
-/// The job of a build: the version's provisioner and file, its tags with the owner filled in.
-/// `import` is the version's import job: a build runs with its provisioner, file and tags.
-fn build_job(
-    (org, owner): (Uuid, Uuid),
-    import: JobRow,
-    build_id: Uuid,
-    initiator: Uuid,
-) -> NewJob {
-    let version_tags: codersdk::provisionerd::Tags =
-        serde_json::from_value(import.tags).unwrap_or_default();
-    // The version's tags, re-normalised for the workspace owner: a user-scoped template builds on
-    // the owner's daemons.
-    let job_tags = tags::normalize(version_tags, Some(owner));
-    NewJob {
-        id: Uuid::new_v4(),
-        organization_id: org,
-        initiator_id: initiator,
-        provisioner: import.provisioner,
-        file_id: import.file_id,
-        job_type: "workspace_build",
-        input: serde_json::json!({ "workspace_build_id": build_id }),
-        tags_key: tags::key(&job_tags),
-        tags: serde_json::to_value(&job_tags).unwrap_or_default(),
-    }
-}
-
 #[utoipa::path(post, path = "/api/v2/users/{user}/workspaces", tag = "Workspaces",
     params(("user" = String, Path)), request_body = CreateWorkspaceRequest,
     responses((status = 201, body = Workspace), (status = 400, body = codersdk::Response), (status = 409, body = codersdk::Response)))]
@@ -331,119 +256,10 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<Workspace>)> {
     let owner = resolve_user(&state, &auth, user).await?;
     let org = match org {
-        Some(org) => Some(resolve_org(&state, &auth, org).await?),
+        Some(org) => Some(resolve_org(&state, &auth, org).await?.id),
         None => None,
     };
-    Validator::default()
-        .push("name", validate::name(&req.name))
-        .check(
-            req.ttl_ms.unwrap_or(0) >= 0,
-            "ttl_ms",
-            "must not be negative",
-        )
-        .check(
-            req.template_id.is_some() || req.template_version_id.is_some(),
-            "template_id",
-            "a template_id or template_version_id is required",
-        )
-        .finish()?;
-    let template_id = match (req.template_id, req.template_version_id) {
-        (Some(id), _) => id,
-        (None, Some(version)) => state
-            .store
-            .template_version_by_id(version)
-            .await
-            .map_err(|_| ApiError::bad_request("Template version does not exist."))?
-            .template_id
-            .ok_or_else(|| {
-                ApiError::bad_request("The template version does not belong to a template.")
-            })?,
-        (None, None) => return Err(ApiError::bad_request("A template is required.")),
-    };
-    let template = state
-        .store
-        .template_by_id(template_id)
-        .await
-        .map_err(|e| match e {
-            store::Error::NotFound => ApiError::bad_request("Template does not exist.")
-                .with_detail(format!("no template {template_id}")),
-            other => other.into(),
-        })?;
-    if org
-        .as_ref()
-        .is_some_and(|o| o.id != template.organization_id)
-    {
-        return Err(ApiError::bad_request(
-            "The template belongs to another organization.",
-        ));
-    }
-    let template_object = Object::in_org(Resource::Template, template.organization_id);
-    if !auth.can(Action::Read, &template_object) {
-        return Err(ApiError::bad_request("Template does not exist.")
-            .with_detail(format!("no template {template_id}")));
-    }
-    auth.authorize(Action::Use, &template_object)?;
-    auth.authorize(
-        Action::Create,
-        &Object::owned(
-            Resource::Workspace,
-            Some(template.organization_id),
-            owner.id,
-        ),
-    )?;
-    let (version, import) = build_version(
-        &state,
-        (template.id, template.active_version_id),
-        req.template_version_id,
-        None,
-    )
-    .await?;
-    let values = parameters::resolve(&rich_parameters(&version), &[], &req.rich_parameter_values)
-        .map_err(ApiError::validation)?;
-    let workspace_id = Uuid::new_v4();
-    let build_id = Uuid::new_v4();
-    let job = build_job(
-        (template.organization_id, owner.id),
-        import,
-        build_id,
-        auth.user.id,
-    );
-    let name = req.name.clone();
-    let (row, _, job) = state
-        .store
-        .create_workspace(
-            &NewWorkspace {
-                id: workspace_id,
-                owner_id: owner.id,
-                organization_id: template.organization_id,
-                template_id: template.id,
-                name: req.name,
-                autostart_schedule: req.autostart_schedule,
-                ttl_ms: req
-                    .ttl_ms
-                    .or(Some(template.default_ttl_ms))
-                    .filter(|t| *t > 0),
-                automatic_updates: req.automatic_updates.unwrap_or_else(|| "never".into()),
-            },
-            &NewBuild {
-                id: build_id,
-                workspace_id,
-                template_version_id: version.id,
-                transition: "start".into(),
-                initiator_id: auth.user.id,
-                reason: "initiator".into(),
-                parameters: values,
-                job,
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            store::Error::Conflict { .. } => {
-                ApiError::conflict(format!("Workspace {name:?} already exists for this user."))
-            }
-            other => other.into(),
-        })?;
-    state.dispatcher.announce((&job).into());
+    let row = builds::create_workspace(&state, &auth.subject, owner.id, org, &req).await?;
     let mut rendered = render_workspaces(&state, vec![row]).await?;
     let workspace = rendered
         .pop()
@@ -632,64 +448,38 @@ pub(super) async fn create_build(
     Json(req): Json<CreateWorkspaceBuildRequest>,
 ) -> ApiResult<(StatusCode, Json<WorkspaceBuild>)> {
     let workspace = resolve_workspace(&state, &auth, id, false).await?;
-    let action = match req.transition.as_str() {
-        "start" | "stop" => Action::Update,
-        "delete" => Action::Delete,
-        other => {
-            return Err(ApiError::validation(vec![codersdk::ValidationError {
-                field: "transition".into(),
-                detail: format!("must be start, stop or delete, not {other:?}"),
-            }]));
-        }
+    let transition = req.transition.parse().map_err(|_| {
+        ApiError::validation(vec![codersdk::ValidationError {
+            field: "transition".into(),
+            detail: format!("must be start, stop or delete, not {:?}", req.transition),
+        }])
+    })?;
+    let reason = match req.reason.as_str() {
+        "" => BuildReason::Initiator,
+        asked => asked
+            .parse::<BuildReason>()
+            .ok()
+            .filter(|r| r.requestable())
+            .ok_or_else(|| {
+                ApiError::validation(vec![codersdk::ValidationError {
+                    field: "reason".into(),
+                    detail: format!(
+                        "must be dashboard, cli, ssh_connection, vscode_connection or \
+                         jetbrains_connection, not {asked:?}"
+                    ),
+                }])
+            })?,
     };
-    auth.authorize(action, &workspace_object(&workspace))?;
-    if req.orphan {
-        return Err(ApiError::bad_request("Orphan deletes are not supported.")
-            .with_detail("delete the workspace normally; a delete with no provisioner state succeeds without doing anything"));
-    }
-    let previous = state.store.latest_builds(&[workspace.id]).await?.pop();
-    let (version, import) = build_version(
-        &state,
-        (workspace.template_id, workspace.template_active_version_id),
-        req.template_version_id,
-        previous.as_ref(),
-    )
-    .await?;
-    let previous_values = match &previous {
-        Some(prev) => state.store.build_parameters(prev.id).await?,
-        None => Vec::new(),
+    let request = BuildRequest {
+        transition,
+        version: req
+            .template_version_id
+            .map_or(VersionChoice::Previous, VersionChoice::Exact),
+        parameters: req.rich_parameter_values,
+        orphan: req.orphan,
+        reason,
     };
-    let values = parameters::resolve(
-        &rich_parameters(&version),
-        &previous_values,
-        &req.rich_parameter_values,
-    )
-    .map_err(ApiError::validation)?;
-    let build_id = Uuid::new_v4();
-    let job = build_job(
-        (workspace.organization_id, workspace.owner_id),
-        import,
-        build_id,
-        auth.user.id,
-    );
-    let created = state
-        .store
-        .create_build(&NewBuild {
-            id: build_id,
-            workspace_id: workspace.id,
-            template_version_id: version.id,
-            transition: req.transition,
-            initiator_id: auth.user.id,
-            reason: "initiator".into(),
-            parameters: values,
-            job,
-        })
-        .await?;
-    let Some((row, job)) = created else {
-        return Err(ApiError::conflict("A workspace build is already active.")
-            .with_detail("wait for it to finish or cancel it before starting another"));
-    };
-    state.dispatcher.announce((&job).into());
+    let row = builds::create_build(&state, &auth.subject, &workspace, request).await?;
     let mut rendered = render_builds(&state, vec![row]).await?;
     let build = rendered
         .pop()
@@ -732,21 +522,10 @@ pub(super) async fn cancel_build(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let (build, workspace) = resolve_build(&state, &auth, id).await?;
-    auth.authorize(Action::Update, &workspace_object(&workspace))?;
-    let template_admin = auth.can(
-        Action::Update,
-        &Object::in_org(Resource::Template, workspace.organization_id),
-    );
-    if !workspace.template_allow_user_cancel_workspace_jobs && !template_admin {
-        return Err(ApiError::forbidden()
-            .with_detail("The template does not allow users to cancel builds."));
-    }
-    match state.store.cancel_job(build.job_id).await? {
-        Some(_) => Ok(Json(codersdk::Response::new(
-            "Job has been marked as canceled...",
-        ))),
-        None => Err(ApiError::bad_request("Job has already completed.")),
-    }
+    builds::cancel_build(&state, &auth.subject, &build, &workspace).await?;
+    Ok(Json(codersdk::Response::new(
+        "Job has been marked as canceled...",
+    )))
 }
 
 #[utoipa::path(get, path = "/api/v2/workspacebuilds/{id}/logs", tag = "Builds",

@@ -79,6 +79,9 @@ pub struct NewBuild {
     pub initiator_id: Uuid,
     pub reason: String,
     pub parameters: Vec<(String, String)>,
+    /// Start from no provisioner state (an orphaning delete forgets the resources instead of
+    /// destroying them).
+    pub orphan: bool,
     pub job: NewJob,
 }
 
@@ -130,8 +133,9 @@ impl Store {
         .await
     }
 
-    /// Creates the next build of a workspace, starting from the previous build's state, unless
-    /// a build is still active (then `None`). Serialised per workspace by its row lock.
+    /// Creates the next build of a workspace, starting from the previous build's state (none
+    /// for an orphaning build), unless a build is still active (then `None`). Serialised per
+    /// workspace by its row lock.
     pub async fn create_build(&self, build: &NewBuild) -> Result<Option<(BuildRow, JobRow)>> {
         timed("create_build", async {
             let mut tx = self.pool.begin().await?;
@@ -155,6 +159,7 @@ impl Store {
             }
             let (number, state) =
                 latest.map_or((1, None), |l| (l.build_number + 1, l.provisioner_state));
+            let state = state.filter(|_| !build.orphan);
             let job = insert_build(&mut tx, build, number, state, Utc::now()).await?;
             let row = build_by(&mut tx, build.id).await?;
             tx.commit().await?;

@@ -11,7 +11,7 @@ use codersdk::agentsdk::{
     Response, StartupInfo, Stats,
 };
 use codersdk::proto::{Agent, AgentAuth, AgentMetadata, App, Env, Resource, Script};
-use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace};
+use codersdk::workspaces::{CreateWorkspaceBuildRequest, Workspace};
 use futures::StreamExt;
 use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use testutil::{TestApp, eventually, wait_build};
@@ -73,18 +73,7 @@ async fn workspace(app: &TestApp, owner: &Client, token: &str) -> anyhow::Result
     let template = app
         .echo_template(owner, "agents", &agent_template(token), &[])
         .await?;
-    let ws = owner
-        .create_workspace(
-            "me",
-            &CreateWorkspaceRequest {
-                template_id: Some(template.id),
-                name: "dev".into(),
-                ..Default::default()
-            },
-        )
-        .await?;
-    wait_build(owner, ws.latest_build.id).await?;
-    Ok(owner.workspace(ws.id).await?)
+    testutil::running_workspace(owner, template.id, "dev").await
 }
 
 fn agent_id(ws: &Workspace) -> Uuid {

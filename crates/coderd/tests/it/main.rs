@@ -3,6 +3,7 @@
 mod agents;
 mod auth;
 mod builds;
+mod domain;
 mod files;
 mod metrics;
 mod migrations;

@@ -9,6 +9,13 @@ use codersdk::ValidationError;
 use codersdk::proto::RichParameter;
 use codersdk::workspaces::WorkspaceBuildParameter;
 
+use crate::store::TemplateVersionRow;
+
+/// The parameters a version declares, as its import recorded them.
+pub fn declared(version: &TemplateVersionRow) -> Vec<RichParameter> {
+    serde_json::from_value(version.rich_parameters.clone()).unwrap_or_default()
+}
+
 fn check_value(p: &RichParameter, value: &str) -> Result<(), String> {
     match p.kind.as_str() {
         "number" => {

@@ -1,0 +1,524 @@
+//! Creating workspaces and builds, and cancelling builds — the one builder every front door uses
+//! (the role Coder's `wsbuilder` plays): the JSON API, the dashboard's forms, the lifecycle
+//! executor and `coder ssh`'s auto-start.
+//!
+//! A build is decided in this order, and each step's refusal is final: the subject may act on
+//! the workspace (404 when it may not see it), the version to run (asked for, else the previous
+//! build's, else the template's active one; it must belong to the template and be imported), the
+//! parameter values (validated against that version, see [`super::parameters`]), then one
+//! transaction writes the build, its job (with the version's tags, owner filled in) and the
+//! posting — refused when a build is still active — and the dispatcher is told after it commits.
+
+use codersdk::ValidationError;
+use codersdk::provisionerd::{Tags, Transition};
+use codersdk::provisioners::ProvisionerJobStatus;
+use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
+use uuid::Uuid;
+
+use super::render::job_status;
+use super::{Error, Result, parameters};
+use crate::authz::{self, Action, Object, Resource, Subject};
+use crate::provisioners::tags;
+use crate::state::AppState;
+use crate::store::{
+    self, BuildRow, JobRow, NewBuild, NewJob, NewWorkspace, TemplateVersionRow, WorkspaceRow,
+};
+use crate::validate;
+
+/// Why a build runs (Coder's `build_reason`), stored with it and shown as its `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuildReason {
+    /// Someone asked, through the API without naming a reason.
+    Initiator,
+    /// The lifecycle executor: the autostart schedule came due.
+    Autostart,
+    /// The lifecycle executor: the workspace reached its deadline.
+    Autostop,
+    /// The lifecycle executor: the workspace went unused past the template's dormancy threshold.
+    Dormancy,
+    /// The lifecycle executor: a failed build is stopped after the template's failure TTL.
+    FailedStop,
+    /// The lifecycle executor: a dormant workspace is deleted after the template's TTL.
+    Autodelete,
+    /// A person, from the dashboard.
+    Dashboard,
+    /// A person, from the CLI.
+    Cli,
+    /// `coder ssh` (or a config-ssh connection) starting a stopped workspace.
+    SshConnection,
+    /// VS Code's Coder extension starting a stopped workspace.
+    VscodeConnection,
+    /// JetBrains' Coder plugin starting a stopped workspace.
+    JetbrainsConnection,
+}
+
+impl BuildReason {
+    pub const ALL: [Self; 11] = [
+        Self::Initiator,
+        Self::Autostart,
+        Self::Autostop,
+        Self::Dormancy,
+        Self::FailedStop,
+        Self::Autodelete,
+        Self::Dashboard,
+        Self::Cli,
+        Self::SshConnection,
+        Self::VscodeConnection,
+        Self::JetbrainsConnection,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Initiator => "initiator",
+            Self::Autostart => "autostart",
+            Self::Autostop => "autostop",
+            Self::Dormancy => "dormancy",
+            Self::FailedStop => "failedstop",
+            Self::Autodelete => "autodelete",
+            Self::Dashboard => "dashboard",
+            Self::Cli => "cli",
+            Self::SshConnection => "ssh_connection",
+            Self::VscodeConnection => "vscode_connection",
+            Self::JetbrainsConnection => "jetbrains_connection",
+        }
+    }
+
+    /// Whether a client may name this reason in a build request; the lifecycle reasons are
+    /// coderd's own, so a build claiming one always came from its executor.
+    pub const fn requestable(self) -> bool {
+        matches!(
+            self,
+            Self::Dashboard
+                | Self::Cli
+                | Self::SshConnection
+                | Self::VscodeConnection
+                | Self::JetbrainsConnection
+        )
+    }
+}
+
+impl std::str::FromStr for BuildReason {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown build reason {s:?}"))
+    }
+}
+
+impl std::fmt::Display for BuildReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which template version a build runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum VersionChoice {
+    /// The previous build's (the template's active version for a first build).
+    #[default]
+    Previous,
+    /// The template's active version (an autostart of a workspace that updates automatically).
+    Active,
+    /// This one; it must belong to the workspace's template and be imported.
+    Exact(Uuid),
+}
+
+/// A build to create on an existing workspace.
+#[derive(Debug, Clone)]
+pub struct BuildRequest {
+    pub transition: Transition,
+    pub version: VersionChoice,
+    /// Values asked for; the others come from the previous build or the defaults.
+    pub parameters: Vec<WorkspaceBuildParameter>,
+    /// Delete the workspace without destroying its resources: the delete starts from no state.
+    pub orphan: bool,
+    pub reason: BuildReason,
+}
+
+impl BuildRequest {
+    pub fn new(transition: Transition, reason: BuildReason) -> Self {
+        Self {
+            transition,
+            version: VersionChoice::Previous,
+            parameters: Vec::new(),
+            orphan: false,
+            reason,
+        }
+    }
+}
+
+fn workspace_object(row: &WorkspaceRow) -> Object {
+    Object::owned(Resource::Workspace, Some(row.organization_id), row.owner_id)
+}
+
+/// Who a build records as its initiator: the person acting, or — for coderd's own builds — the
+/// workspace's owner, as Coder does.
+fn initiator(subject: &Subject, owner: Uuid) -> Uuid {
+    if subject.is_system() {
+        owner
+    } else {
+        subject.user_id
+    }
+}
+
+/// The version a build runs, and its import job (whose provisioner, file and tags it builds
+/// with). The version must belong to `template` and have been imported successfully.
+async fn build_version(
+    state: &AppState,
+    (template_id, active_version_id): (Uuid, Uuid),
+    choice: VersionChoice,
+    previous: Option<&BuildRow>,
+) -> Result<(TemplateVersionRow, JobRow)> {
+    let id = match (choice, previous) {
+        (VersionChoice::Exact(id), _) => id,
+        (VersionChoice::Previous, Some(prev)) => prev.template_version_id,
+        (VersionChoice::Previous, None) | (VersionChoice::Active, _) => active_version_id,
+    };
+    let version = state
+        .store
+        .template_version_by_id(id)
+        .await
+        .map_err(|e| match e {
+            store::Error::NotFound => Error::bad_request("Template version does not exist.")
+                .with_detail(format!("no template version {id}")),
+            other => other.into(),
+        })?;
+    if version.template_id != Some(template_id) {
+        return Err(Error::bad_request(
+            "The template version does not belong to the workspace's template.",
+        ));
+    }
+    let job = state.store.job_by_id(version.job_id).await?;
+    let status = job_status(&job);
+    if status != ProvisionerJobStatus::Succeeded {
+        return Err(
+            Error::bad_request("The template version has not been imported successfully.")
+                .with_detail(
+                    job.error
+                        .unwrap_or_else(|| format!("its import is {}", status.as_str())),
+                ),
+        );
+    }
+    Ok((version, job))
+}
+
+/// The job of a build: the version's provisioner and file, its tags re-normalised for the
+/// workspace owner (a user-scoped template builds on the owner's daemons).
+fn build_job(
+    (org, owner): (Uuid, Uuid),
+    import: JobRow,
+    build_id: Uuid,
+    initiator: Uuid,
+) -> NewJob {
+    let version_tags: Tags = serde_json::from_value(import.tags).unwrap_or_default();
+    let job_tags = tags::normalize(version_tags, Some(owner));
+    NewJob {
+        id: Uuid::new_v4(),
+        organization_id: org,
+        initiator_id: initiator,
+        provisioner: import.provisioner,
+        file_id: import.file_id,
+        job_type: "workspace_build",
+        input: serde_json::json!({ "workspace_build_id": build_id }),
+        tags_key: tags::key(&job_tags),
+        tags: serde_json::to_value(&job_tags).unwrap_or_default(),
+    }
+}
+
+/// Creates the next build of `workspace`; the job is posted to the provisioners when the
+/// transaction commits. A subject that may not see the workspace gets [`Error::NotFound`]; one
+/// that may see but not change it [`Error::Forbidden`]; a build still active
+/// [`Error::Conflict`].
+pub async fn create_build(
+    state: &AppState,
+    subject: &Subject,
+    workspace: &WorkspaceRow,
+    req: BuildRequest,
+) -> Result<BuildRow> {
+    let action = match req.transition {
+        Transition::Start | Transition::Stop => Action::Update,
+        Transition::Delete => Action::Delete,
+    };
+    authz::authorize(subject, action, &workspace_object(workspace))?;
+    if req.orphan {
+        if req.transition != Transition::Delete {
+            return Err(Error::bad_request(
+                "Orphan is only permitted when deleting a workspace.",
+            ));
+        }
+        // Forgetting resources without destroying them can leak what they cost and hold:
+        // only those who manage the template may.
+        let template = Object::in_org(Resource::Template, workspace.organization_id);
+        if !subject.can(Action::Update, &template) {
+            return Err(Error::forbidden(
+                "Only template managers may orphan a workspace's resources.",
+            ));
+        }
+    }
+    let previous = state.store.latest_builds(&[workspace.id]).await?.pop();
+    let (version, import) = build_version(
+        state,
+        (workspace.template_id, workspace.template_active_version_id),
+        req.version,
+        previous.as_ref(),
+    )
+    .await?;
+    let previous_values = match &previous {
+        Some(prev) => state.store.build_parameters(prev.id).await?,
+        None => Vec::new(),
+    };
+    let values = parameters::resolve(
+        &parameters::declared(&version),
+        &previous_values,
+        &req.parameters,
+    )
+    .map_err(Error::Validation)?;
+    let build_id = Uuid::new_v4();
+    let initiator = initiator(subject, workspace.owner_id);
+    let job = build_job(
+        (workspace.organization_id, workspace.owner_id),
+        import,
+        build_id,
+        initiator,
+    );
+    let created = state
+        .store
+        .create_build(&NewBuild {
+            id: build_id,
+            workspace_id: workspace.id,
+            template_version_id: version.id,
+            transition: req.transition.as_str().into(),
+            initiator_id: initiator,
+            reason: req.reason.as_str().into(),
+            parameters: values,
+            orphan: req.orphan,
+            job,
+        })
+        .await?;
+    let Some((row, job)) = created else {
+        return Err(Error::conflict("A workspace build is already active.")
+            .with_detail("wait for it to finish or cancel it before starting another"));
+    };
+    state.dispatcher.announce((&job).into());
+    tracing::info!(
+        workspace = %workspace.id,
+        build = %row.id,
+        transition = req.transition.as_str(),
+        reason = req.reason.as_str(),
+        "build created"
+    );
+    Ok(row)
+}
+
+fn invalid(field: &str, detail: impl Into<String>) -> ValidationError {
+    ValidationError {
+        field: field.into(),
+        detail: detail.into(),
+    }
+}
+
+/// Creates a workspace for `owner` and its first build (a start), in one transaction; the job
+/// is posted when it commits. `organization`, when the front door named one, must be the
+/// template's. A template the subject may not see is reported as absent (400: it is named in
+/// the body, not the path).
+pub async fn create_workspace(
+    state: &AppState,
+    subject: &Subject,
+    owner: Uuid,
+    organization: Option<Uuid>,
+    req: &CreateWorkspaceRequest,
+) -> Result<WorkspaceRow> {
+    let mut invalids = Vec::new();
+    if let Err(detail) = validate::name(&req.name) {
+        invalids.push(invalid("name", detail));
+    }
+    if req.ttl_ms.unwrap_or(0) < 0 {
+        invalids.push(invalid("ttl_ms", "must not be negative"));
+    }
+    if req.template_id.is_none() && req.template_version_id.is_none() {
+        invalids.push(invalid(
+            "template_id",
+            "a template_id or template_version_id is required",
+        ));
+    }
+    if !invalids.is_empty() {
+        return Err(Error::Validation(invalids));
+    }
+    let template_id = match (req.template_id, req.template_version_id) {
+        (Some(id), _) => id,
+        (None, Some(version)) => state
+            .store
+            .template_version_by_id(version)
+            .await
+            .map_err(|_| Error::bad_request("Template version does not exist."))?
+            .template_id
+            .ok_or_else(|| {
+                Error::bad_request("The template version does not belong to a template.")
+            })?,
+        (None, None) => return Err(Error::bad_request("A template is required.")),
+    };
+    let absent = || {
+        Error::bad_request("Template does not exist.")
+            .with_detail(format!("no template {template_id}"))
+    };
+    let template = state
+        .store
+        .template_by_id(template_id)
+        .await
+        .map_err(|e| match e {
+            store::Error::NotFound => absent(),
+            other => other.into(),
+        })?;
+    if organization.is_some_and(|org| org != template.organization_id) {
+        return Err(Error::bad_request(
+            "The template belongs to another organization.",
+        ));
+    }
+    let template_object = Object::in_org(Resource::Template, template.organization_id);
+    if !subject.can(Action::Read, &template_object) {
+        return Err(absent());
+    }
+    authz::authorize(subject, Action::Use, &template_object)?;
+    authz::authorize(
+        subject,
+        Action::Create,
+        &Object::owned(Resource::Workspace, Some(template.organization_id), owner),
+    )?;
+    let (version, import) = build_version(
+        state,
+        (template.id, template.active_version_id),
+        req.template_version_id
+            .map_or(VersionChoice::Active, VersionChoice::Exact),
+        None,
+    )
+    .await?;
+    let values = parameters::resolve(
+        &parameters::declared(&version),
+        &[],
+        &req.rich_parameter_values,
+    )
+    .map_err(Error::Validation)?;
+    let workspace_id = Uuid::new_v4();
+    let build_id = Uuid::new_v4();
+    let initiator = initiator(subject, owner);
+    let job = build_job(
+        (template.organization_id, owner),
+        import,
+        build_id,
+        initiator,
+    );
+    let (row, _, job) = state
+        .store
+        .create_workspace(
+            &NewWorkspace {
+                id: workspace_id,
+                owner_id: owner,
+                organization_id: template.organization_id,
+                template_id: template.id,
+                name: req.name.clone(),
+                autostart_schedule: req.autostart_schedule.clone(),
+                ttl_ms: req
+                    .ttl_ms
+                    .or(Some(template.default_ttl_ms))
+                    .filter(|t| *t > 0),
+                automatic_updates: req
+                    .automatic_updates
+                    .clone()
+                    .unwrap_or_else(|| "never".into()),
+            },
+            &NewBuild {
+                id: build_id,
+                workspace_id,
+                template_version_id: version.id,
+                transition: Transition::Start.as_str().into(),
+                initiator_id: initiator,
+                reason: BuildReason::Initiator.as_str().into(),
+                parameters: values,
+                orphan: false,
+                job,
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { .. } => Error::conflict(format!(
+                "Workspace {:?} already exists for this user.",
+                req.name
+            )),
+            other => other.into(),
+        })?;
+    state.dispatcher.announce((&job).into());
+    Ok(row)
+}
+
+/// Cancels a build's job: a pending one at once, a running one through its daemon. Allowed to
+/// those who may change the workspace, when its template lets users cancel or they manage the
+/// template. A finished job answers [`Error::BadRequest`].
+pub async fn cancel_build(
+    state: &AppState,
+    subject: &Subject,
+    build: &BuildRow,
+    workspace: &WorkspaceRow,
+) -> Result<()> {
+    authz::authorize(subject, Action::Update, &workspace_object(workspace))?;
+    let template_admin = subject.can(
+        Action::Update,
+        &Object::in_org(Resource::Template, workspace.organization_id),
+    );
+    if !workspace.template_allow_user_cancel_workspace_jobs && !template_admin {
+        return Err(Error::forbidden(
+            "The template does not allow users to cancel builds.",
+        ));
+    }
+    match state.store.cancel_job(build.job_id).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::bad_request("Job has already completed.")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_round_trip_and_only_client_reasons_are_requestable() {
+        for reason in BuildReason::ALL {
+            assert_eq!(reason.as_str().parse::<BuildReason>(), Ok(reason));
+        }
+        let requestable: Vec<&str> = BuildReason::ALL
+            .into_iter()
+            .filter(|r| r.requestable())
+            .map(BuildReason::as_str)
+            .collect();
+        assert_eq!(
+            requestable,
+            [
+                "dashboard",
+                "cli",
+                "ssh_connection",
+                "vscode_connection",
+                "jetbrains_connection"
+            ]
+        );
+        assert!(
+            "autostop"
+                .parse::<BuildReason>()
+                .is_ok_and(|r| !r.requestable())
+        );
+        assert!("bogus".parse::<BuildReason>().is_err());
+    }
+
+    #[test]
+    fn coderd_builds_are_initiated_by_the_owner() {
+        let owner = Uuid::new_v4();
+        let person = Uuid::new_v4();
+        let user = Subject {
+            user_id: person,
+            site_roles: Vec::new(),
+            orgs: Default::default(),
+        };
+        assert_eq!(initiator(&user, owner), person);
+        assert_eq!(initiator(&Subject::system(), owner), owner);
+    }
+}
