@@ -23,6 +23,26 @@ if ((${#need_apt[@]})); then
   $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi
 
+# The container image (scripts/image.sh) and its test: daemonless podman/buildah with runc, and
+# a static busybox for the image's /bin/sh. Nothing is configured system-wide: the tests point
+# podman at scripts/podman/containers.conf themselves (see docs/container.md).
+case "${1:-}" in
+  --tests | --image)
+    need_image=()
+    command -v podman >/dev/null 2>&1 || need_image+=(podman)
+    command -v buildah >/dev/null 2>&1 || need_image+=(buildah)
+    command -v runc >/dev/null 2>&1 || need_image+=(runc)
+    [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need_image+=(busybox-static)
+    if ((${#need_image[@]})); then
+      echo "setup: installing Debian packages for the container image: ${need_image[*]}" >&2
+      sudo=""
+      [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      $sudo apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_image[@]}" >/dev/null
+    fi
+    ;;
+esac
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: Rust is missing. Install it with rustup (https://rustup.rs), then re-run." >&2
   exit 1

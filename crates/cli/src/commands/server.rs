@@ -13,6 +13,7 @@ pub struct ServerArgs {
 }
 
 pub fn init_logging(verbose: bool) {
+    use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let default = if verbose {
         "debug,sqlx=warn,hyper=info"
@@ -25,6 +26,8 @@ pub fn init_logging(verbose: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Container logs and files are no terminals: colour codes would be noise there.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .try_init();
 }
 

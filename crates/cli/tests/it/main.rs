@@ -2,6 +2,7 @@
 
 mod agent;
 mod cli;
+mod container;
 mod harness;
 mod provisioning;
 mod server;

@@ -29,10 +29,13 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    // The usual case in a container image, which carries no PostgreSQL: the URL is the answer.
     #[error(
-        "PostgreSQL server binaries (initdb, postgres) were not found in `pg_config --bindir`, \
-         /usr/lib/postgresql/*/bin or PATH; install them (Debian: `apt-get install postgresql`) \
-         or pass --postgres-url"
+        "no PostgreSQL to use: --postgres-url (CODER_PG_CONNECTION_URL) is not set, and the \
+         server binaries for an embedded database (initdb, postgres) were not found in \
+         `pg_config --bindir`, /usr/lib/postgresql/*/bin or PATH; point \
+         CODER_PG_CONNECTION_URL at your PostgreSQL (13 or newer), or install the binaries \
+         (Debian: `apt-get install postgresql`)"
     )]
     BinariesNotFound,
     #[error(
