@@ -17,4 +17,4 @@ pub use connection::{ConnectError, Connection, Connector, ServerSide};
 pub use engine::{Engine, JobContext};
 pub use error::DaemonError;
 pub use logs::LogSink;
-pub use runner::run;
+pub use runner::{run, run_until};

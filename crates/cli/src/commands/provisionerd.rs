@@ -1,5 +1,5 @@
 //! `coder provisionerd start`: an external provisioner daemon serving a deployment until
-//! SIGINT/SIGTERM.
+//! SIGINT/SIGTERM (a second one stops its running job at once).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::GlobalArgs;
-use crate::commands::server::{cancel_on_signal, init_logging};
+use crate::commands::server::init_logging;
 
 /// The organization path segment that lets coderd choose: the key's organization, or the
 /// default one.
@@ -136,10 +136,42 @@ pub async fn start(global: &GlobalArgs, args: StartArgs) -> anyhow::Result<()> {
     );
 
     let shutdown = CancellationToken::new();
-    cancel_on_signal(shutdown.clone())?;
-    provisionerd::run(connector, config, shutdown)
+    let now = CancellationToken::new();
+    stop_on_signals(shutdown.clone(), now.clone())?;
+    provisionerd::run_until(connector, config, shutdown, now)
         .await
         .context("the provisioner daemon stopped")?;
+    Ok(())
+}
+
+/// SIGINT/SIGTERM (`docker stop`) stops the daemon gracefully: the running job may finish
+/// within the grace. A second signal stops the job now (it is reported, with its state); a
+/// third exits at once.
+fn stop_on_signals(shutdown: CancellationToken, now: CancellationToken) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
+    let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    tokio::spawn(async move {
+        for round in 0.. {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            match round {
+                0 => {
+                    tracing::info!(
+                        "shutting down gracefully; signal again to stop the running job now"
+                    );
+                    shutdown.cancel();
+                }
+                1 => {
+                    tracing::info!("stopping the running job now; signal again to exit at once");
+                    now.cancel();
+                }
+                _ => std::process::exit(1),
+            }
+        }
+    });
     Ok(())
 }
 

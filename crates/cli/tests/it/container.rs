@@ -411,6 +411,56 @@ async fn the_seed_provisionerd_command_builds_through_the_image() -> anyhow::Res
         "{daemons:#?}"
     );
 
+    // A second signal stops the running job at once: it fails, saying why, with its state
+    // kept, and the daemon still exits 0.
+    let mut daemon = seed_daemon(&podman, &d, "on-prem-2", &d.token, &[])?;
+    let mut interrupted = d
+        .coder(&d.token)
+        .args([
+            "create",
+            "interrupted",
+            "-t",
+            "on-prem",
+            "--parameter",
+            "build_seconds=300",
+            "--yes",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    eventually(
+        Duration::from_secs(60),
+        "the long build sleeping",
+        || async {
+            let Ok(ws) = d.workspace("interrupted").await else {
+                return Ok(false);
+            };
+            let logs = d.owner.workspace_build_logs(ws.latest_build.id).await?;
+            Ok(logs
+                .iter()
+                .any(|l| l.output.contains("building as coder for 300s")))
+        },
+    )
+    .await?;
+    for _ in 0..2 {
+        let kill = podman.output(&["kill", "--signal", "TERM", &daemon.name])?;
+        ensure!(
+            kill.status.success(),
+            "podman kill: {}",
+            String::from_utf8_lossy(&kill.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let status = daemon.wait(Duration::from_secs(60))?;
+    assert!(status.success(), "{status}: {}", daemon.stderr());
+    assert!(!interrupted.wait()?.success());
+    let ws = d.workspace("interrupted").await?;
+    assert_eq!(ws.latest_build.job.status, ProvisionerJobStatus::Failed);
+    assert_eq!(
+        ws.latest_build.job.error,
+        "the provisioner daemon is shutting down"
+    );
+
     // The credential reached terraform and nothing of coderd: not its database (the digest
     // is there, so the search does find what is stored), not its log.
     let db_digest = occurrences(&d._db, &sha256_hex(&secret)).await?;

@@ -21,7 +21,10 @@ const MAX_UPDATE_BYTES: usize = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum StopReason {
     Canceled,
+    /// The shutdown grace ran out.
     ShuttingDown,
+    /// Told to stop now (a second signal), grace or not.
+    StopNow,
 }
 
 pub(super) struct HeldJob {
@@ -122,6 +125,10 @@ impl HeldJob {
             StopReason::ShuttingDown => (
                 "Shutting down",
                 "The provisioner daemon is shutting down and the job ran out of time; stopping the provisioner",
+            ),
+            StopReason::StopNow => (
+                "Shutting down",
+                "The provisioner daemon was told to stop now; stopping the provisioner",
             ),
         };
         self.logs.daemon(LogLevel::Warn, stage, output);
@@ -289,7 +296,9 @@ pub(super) fn result_message(
     };
     match stop {
         Some(StopReason::Canceled) => failure.canceled = true,
-        Some(StopReason::ShuttingDown) => failure.error = SHUTTING_DOWN.into(),
+        Some(StopReason::ShuttingDown | StopReason::StopNow) => {
+            failure.error = SHUTTING_DOWN.into()
+        }
         None => {}
     }
     if failure.error.is_empty() {

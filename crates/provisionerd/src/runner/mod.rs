@@ -36,11 +36,22 @@ const FINISH_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the daemon until `shutdown` is cancelled (then finishes or fails the running job and
 /// returns `Ok`) or coderd refuses it for good (bad credentials, incompatible version).
-#[tracing::instrument(name = "provisionerd", skip_all, fields(daemon = %config.name))]
 pub async fn run<C: Connector>(
     connector: C,
     config: DaemonConfig,
     shutdown: CancellationToken,
+) -> Result<(), DaemonError> {
+    run_until(connector, config, shutdown, CancellationToken::new()).await
+}
+
+/// [`run`], with a second way to stop: cancelling `now` (a second signal) stops the running job
+/// at once instead of letting it use the rest of its grace, and implies `shutdown`.
+#[tracing::instrument(name = "provisionerd", skip_all, fields(daemon = %config.name))]
+pub async fn run_until<C: Connector>(
+    connector: C,
+    config: DaemonConfig,
+    shutdown: CancellationToken,
+    now: CancellationToken,
 ) -> Result<(), DaemonError> {
     config.validate()?;
     let params = config.serve_params();
@@ -51,6 +62,7 @@ pub async fn run<C: Connector>(
         params,
         config,
         shutdown,
+        now,
         backoff: Backoff::new(),
         job: None,
         stopping_since: None,
@@ -92,6 +104,7 @@ enum Link<'c> {
 
 enum Event {
     Shutdown,
+    StopNow,
     JobEnded(Result<Outcome, JoinError>),
     Connected(Result<Connection, ConnectError>),
     Message(ServerMessage),
@@ -104,6 +117,7 @@ struct Daemon<'c, C> {
     params: ServeParams,
     config: DaemonConfig,
     shutdown: CancellationToken,
+    now: CancellationToken,
     link: Link<'c>,
     backoff: Backoff,
     job: Option<HeldJob>,
@@ -125,8 +139,14 @@ impl<'c, C: Connector> Daemon<'c, C> {
     async fn next_event(&mut self) -> Event {
         let deadline = self.next_deadline();
         let stopping = self.stopping_since.is_some();
+        let stopping_now = self
+            .job
+            .as_ref()
+            .is_some_and(|job| job.stopping().is_some());
         tokio::select! {
             () = self.shutdown.cancelled(), if !stopping => Event::Shutdown,
+            () = self.now.cancelled(), if !stopping_now && self.job_running() => Event::StopNow,
+            () = self.now.cancelled(), if !stopping => Event::Shutdown,
             ended = job_ended(&mut self.job) => Event::JobEnded(ended),
             event = link_event(&mut self.link) => event,
             () = sleep_until_opt(deadline) => Event::Timer,
@@ -137,6 +157,15 @@ impl<'c, C: Connector> Daemon<'c, C> {
         let now = Instant::now();
         match event {
             Event::Shutdown => self.on_shutdown(now),
+            Event::StopNow => {
+                if self.stopping_since.is_none() {
+                    self.on_shutdown(now);
+                }
+                if let Some(job) = &mut self.job {
+                    tracing::info!(job_id = %job.id, "stopping the running job now");
+                    job.stop(StopReason::StopNow, now + self.config.cancel_timeout);
+                }
+            }
             Event::JobEnded(ended) => {
                 if let Some(job) = &mut self.job {
                     job.finish(ended, now);
@@ -342,6 +371,10 @@ impl<'c, C: Connector> Daemon<'c, C> {
             );
             self.job = None;
         }
+    }
+
+    fn job_running(&self) -> bool {
+        self.job.as_ref().is_some_and(HeldJob::is_running)
     }
 
     /// When a stopping daemon cancels its running job.

@@ -50,6 +50,8 @@ pub struct Harness {
     accepted: mpsc::UnboundedReceiver<(ServeParams, ServerSide)>,
     pub refusals: Arc<Mutex<VecDeque<ConnectError>>>,
     pub shutdown: CancellationToken,
+    /// Stops the running job at once (a second signal).
+    pub now: CancellationToken,
     pub daemon: JoinHandle<Result<(), DaemonError>>,
     pub work_root: tempfile::TempDir,
 }
@@ -81,11 +83,18 @@ impl Harness {
             refusals: refusals.clone(),
         };
         let shutdown = CancellationToken::new();
-        let daemon = tokio::spawn(provisionerd::run(connector, config, shutdown.clone()));
+        let now = CancellationToken::new();
+        let daemon = tokio::spawn(provisionerd::run_until(
+            connector,
+            config,
+            shutdown.clone(),
+            now.clone(),
+        ));
         Ok(Self {
             accepted,
             refusals,
             shutdown,
+            now,
             daemon,
             work_root,
         })

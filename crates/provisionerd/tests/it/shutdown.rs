@@ -65,6 +65,40 @@ async fn a_job_outliving_the_grace_is_failed() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
+async fn a_second_signal_stops_the_running_job_at_once() -> anyhow::Result<()> {
+    // The default grace (30 s) is longer than the harness waits for a result.
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    let job = peer.run_start(&hanging()).await?;
+    harness.shutdown.cancel();
+    harness.now.cancel();
+    let (logs, result) = peer.result(job.job_id).await?;
+    assert!(
+        outputs(&logs)
+            .contains(&"The provisioner daemon was told to stop now; stopping the provisioner"),
+        "{:?}",
+        outputs(&logs)
+    );
+    let failure = failure(result)?;
+    assert_eq!(failure.error, "the provisioner daemon is shutting down");
+    assert!(failure.state.is_some(), "the engine's state is kept");
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn stop_now_alone_stops_an_idle_daemon() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    harness.now.cancel();
+    assert!(peer.hung_up().await?);
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
 async fn an_engine_ignoring_cancellation_is_aborted() -> anyhow::Result<()> {
     use std::sync::Arc;
 
