@@ -12,6 +12,12 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 # Prebuild schedules of workspace presets name IANA time zones, looked up like Go does.
 [ -e /usr/share/zoneinfo/UTC ] || need_apt+=(tzdata)
+# The agent's SSH tests drive the system's OpenSSH client (ssh, scp, sftp, ssh-agent) and run
+# interactive sessions inside tmux.
+if [ "${1:-}" = "--tests" ]; then
+  command -v ssh >/dev/null 2>&1 && command -v ssh-agent >/dev/null 2>&1 || need_apt+=(openssh-client)
+  command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+fi
 
 if ((${#need_apt[@]})); then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2

@@ -42,6 +42,7 @@ pub(crate) struct Link {
     pub(crate) config: Arc<Config>,
     pub(crate) reporter: Reporter,
     pub(crate) stats: Arc<Stats>,
+    pub(crate) services: Arc<streams::Services>,
     pub(crate) sessions: watch::Sender<Option<Arc<Session>>>,
     /// Whether coderd's latest answer was a refusal (401/403), cleared by the next connection.
     /// A refused agent cannot report anything, so its shutdown does not wait to.
@@ -146,7 +147,7 @@ async fn serve(link: &Link, mut connection: AgentConnection) {
         () = connection.closed() => {}
         () = link.reporter.flush_loop(&connection) => {}
         () = link.stats.report_loop(&connection) => {}
-        () = streams::serve(inbound, link.stats.clone()) => {}
+        () = streams::serve(inbound, link.services.clone()) => {}
     }
     tracing::warn!("lost the connection to coderd; reconnecting");
 }

@@ -7,13 +7,16 @@ mod cron;
 mod environment;
 pub mod error;
 mod lifecycle;
+mod login;
 mod metadata;
 mod process;
 mod reporter;
 mod rpc;
 mod scripts;
+mod ssh;
 mod stats;
 mod streams;
+mod terminal;
 mod workspace;
 
 use std::sync::Arc;
@@ -54,6 +57,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Agen
     let lifecycle = Arc::new(Lifecycle::new(reporter.clone()));
     let stats = Arc::new(Stats::new(timings.stats_interval));
     let (sessions_tx, sessions) = watch::channel(None);
+    let services = Arc::new(streams::Services {
+        stats: stats.clone(),
+        logins: login::Logins::new(config.clone(), sessions.clone()),
+    });
     tracing::info!(url = %config.url, version = %config.version, "starting the workspace agent");
 
     let stop_link = CancellationToken::new();
@@ -63,6 +70,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Agen
             config: config.clone(),
             reporter: reporter.clone(),
             stats,
+            services,
             sessions: sessions_tx,
             refused: refused.clone(),
         },

@@ -1,6 +1,8 @@
 //! Connection stats for coderd, every `report_interval_seconds` (coderd names it in each
 //! answer; 30 s until then): the client streams open at any time during the interval, by
-//! protocol, and the bytes they carried. Sessions stay 0 until the agent serves SSH.
+//! protocol, the user sessions (SSH by client, web terminals) open during it, and the bytes
+//! they carried. A session counts like a connection: once in every interval it was alive in,
+//! so a ten-second `ssh ws make` still bumps the workspace's `last_used_at`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +24,7 @@ pub(crate) struct Stats {
 #[derive(Default)]
 struct Ledger {
     protocols: BTreeMap<&'static str, Connections>,
+    sessions: BTreeMap<SessionKind, Connections>,
     reported_rx: u64,
     reported_tx: u64,
 }
@@ -35,24 +38,61 @@ struct Connections {
     opened_at_report: u64,
 }
 
+/// The kinds of user session coderd tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum SessionKind {
+    Ssh,
+    Vscode,
+    Jetbrains,
+}
+
 /// What a report claimed, committed once coderd has it.
 struct Claim {
     rx: u64,
     tx: u64,
     protocols: BTreeMap<&'static str, Connections>,
+    sessions: BTreeMap<SessionKind, Connections>,
 }
 
-/// Counts one client connection as open until dropped.
+/// What a guard counts.
+enum Counted {
+    Connection(&'static str),
+    Session(SessionKind),
+}
+
+/// Counts one client connection or session as open until dropped.
 pub(crate) struct ConnectionGuard {
     stats: Arc<Stats>,
-    protocol: &'static str,
+    counted: Counted,
 }
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
-        if let Some(c) = self.stats.ledger().protocols.get_mut(self.protocol) {
+        let mut ledger = self.stats.ledger();
+        let c = match self.counted {
+            Counted::Connection(protocol) => ledger.protocols.get_mut(protocol),
+            Counted::Session(kind) => ledger.sessions.get_mut(&kind),
+        };
+        if let Some(c) = c {
             c.open -= 1;
         }
+    }
+}
+
+impl Connections {
+    fn open(&mut self) {
+        self.open += 1;
+        self.opened += 1;
+    }
+
+    /// How many were alive since the last report.
+    fn alive(&self) -> i64 {
+        self.open_at_report + i64::try_from(self.opened - self.opened_at_report).unwrap_or(i64::MAX)
+    }
+
+    fn commit(&mut self, claimed: &Connections) {
+        self.opened_at_report = claimed.opened;
+        self.open_at_report = claimed.open;
     }
 }
 
@@ -71,13 +111,18 @@ impl Stats {
     }
 
     pub(crate) fn connection(self: &Arc<Self>, protocol: &'static str) -> ConnectionGuard {
-        let mut ledger = self.ledger();
-        let c = ledger.protocols.entry(protocol).or_default();
-        c.open += 1;
-        c.opened += 1;
+        self.ledger().protocols.entry(protocol).or_default().open();
         ConnectionGuard {
             stats: self.clone(),
-            protocol,
+            counted: Counted::Connection(protocol),
+        }
+    }
+
+    pub(crate) fn session(self: &Arc<Self>, kind: SessionKind) -> ConnectionGuard {
+        self.ledger().sessions.entry(kind).or_default().open();
+        ConnectionGuard {
+            stats: self.clone(),
+            counted: Counted::Session(kind),
         }
     }
 
@@ -105,8 +150,7 @@ impl Stats {
             ..Report::default()
         };
         for (protocol, c) in &ledger.protocols {
-            let new = i64::try_from(c.opened - c.opened_at_report).unwrap_or(i64::MAX);
-            let count = c.open_at_report + new;
+            let count = c.alive();
             if count > 0 {
                 report
                     .connections_by_proto
@@ -114,10 +158,19 @@ impl Stats {
                 report.connection_count += count;
             }
         }
+        for (kind, c) in &ledger.sessions {
+            let count = c.alive();
+            *match kind {
+                SessionKind::Ssh => &mut report.session_count_ssh,
+                SessionKind::Vscode => &mut report.session_count_vscode,
+                SessionKind::Jetbrains => &mut report.session_count_jetbrains,
+            } = count;
+        }
         let claim = Claim {
             rx,
             tx,
             protocols: ledger.protocols.clone(),
+            sessions: ledger.sessions.clone(),
         };
         (report, claim)
     }
@@ -128,8 +181,12 @@ impl Stats {
         ledger.reported_tx = claim.tx;
         for (protocol, claimed) in claim.protocols {
             if let Some(c) = ledger.protocols.get_mut(protocol) {
-                c.opened_at_report = claimed.opened;
-                c.open_at_report = claimed.open;
+                c.commit(&claimed);
+            }
+        }
+        for (kind, claimed) in claim.sessions {
+            if let Some(c) = ledger.sessions.get_mut(&kind) {
+                c.commit(&claimed);
             }
         }
     }
@@ -211,6 +268,36 @@ mod tests {
         let idle = last_report(&peer)?;
         assert_eq!(idle.connection_count, 0);
         assert!(idle.connections_by_proto.is_empty());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn sessions_count_by_kind_in_every_interval_they_were_alive() -> anyhow::Result<()> {
+        let stats = Arc::new(Stats::new(Duration::from_secs(30)));
+        let peer = FakePeer::default();
+        let shell = stats.session(SessionKind::Ssh);
+        drop(stats.session(SessionKind::Ssh));
+        let editor = stats.session(SessionKind::Vscode);
+        let later = stats.session(SessionKind::Ssh);
+        stats.report_once(&peer).await;
+        let first = last_report(&peer)?;
+        assert_eq!(
+            (
+                first.session_count_ssh,
+                first.session_count_vscode,
+                first.session_count_jetbrains,
+                first.session_count_reconnecting_pty
+            ),
+            (3, 1, 0, 0)
+        );
+        assert_eq!(first.connection_count, 0, "sessions are not connections");
+        drop((shell, editor));
+        stats.report_once(&peer).await;
+        assert_eq!(last_report(&peer)?.sessions(), 3, "alive in this interval");
+        stats.report_once(&peer).await;
+        let last = last_report(&peer)?;
+        assert_eq!((last.sessions(), last.session_count_ssh), (1, 1));
+        drop(later);
         Ok(())
     }
 

@@ -3,28 +3,39 @@
 //! why a stream cannot open instead of watching it close. This module dispatches on the header
 //! and owns the answer; the kinds of stream live in the submodules.
 
-mod ports;
+pub(crate) mod ports;
 mod tcp;
 mod udp;
 
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use codersdk::agentsdk::{StreamHeader, StreamOpen, write_frame};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::mpsc;
 use tokio_yamux::StreamHandle;
 
+use crate::login::Logins;
 use crate::stats::Stats;
 
 const BUFFER: usize = 32 * 1024;
 
+/// What serving client streams needs from the rest of the agent. It outlives connections:
+/// terminals survive a reconnect.
+pub(crate) struct Services {
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) logins: Logins,
+}
+
 /// Serves the streams coderd opens until the connection ends.
 pub(crate) async fn serve(
     mut inbound: mpsc::Receiver<(StreamHeader, StreamHandle)>,
-    stats: Arc<Stats>,
+    services: Arc<Services>,
 ) {
     while let Some((header, stream)) = inbound.recv().await {
+        let stats = &services.stats;
         match header {
             StreamHeader::Tcp { port } => {
                 tokio::spawn(tcp::forward(stream, port, stats.clone()));
@@ -39,10 +50,7 @@ pub(crate) async fn serve(
                 tokio::spawn(ports::answer(stream));
             }
             StreamHeader::Ssh => {
-                tokio::spawn(refuse(
-                    stream,
-                    "this workspace agent has no SSH server yet".into(),
-                ));
+                tokio::spawn(crate::ssh::serve(stream, services.clone()));
             }
             StreamHeader::Pty { .. } => {
                 tokio::spawn(refuse(
@@ -61,12 +69,12 @@ pub(crate) async fn serve(
 }
 
 /// Tells the client its stream is open: payload follows.
-async fn accept(stream: &mut StreamHandle) -> io::Result<()> {
+pub(crate) async fn accept(stream: &mut StreamHandle) -> io::Result<()> {
     write_frame(stream, &StreamOpen::Ok).await
 }
 
 /// Tells the client why its stream cannot open, and closes it.
-async fn refuse(mut stream: StreamHandle, reason: String) {
+pub(crate) async fn refuse(mut stream: StreamHandle, reason: String) {
     tracing::debug!(%reason, "refusing a client stream");
     if write_frame(&mut stream, &StreamOpen::Refused { reason })
         .await
@@ -87,10 +95,57 @@ async fn echo(mut stream: StreamHandle) {
     }
 }
 
+/// A stream whose bytes are counted in the stats as they pass.
+pub(crate) struct Counted<S> {
+    inner: S,
+    stats: Arc<Stats>,
+}
+
+impl<S> Counted<S> {
+    pub(crate) fn new(inner: S, stats: Arc<Stats>) -> Self {
+        Self { inner, stats }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        self.stats.received(buf.filled().len() - before);
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled {
+            self.stats.sent(n);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 /// Copies until end of file, then closes the writing side (so half-closes pass through),
 /// counting each chunk as it goes rather than at the end, so long-lived connections show up in
 /// every stats interval.
-async fn copy(
+pub(crate) async fn copy(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     count: impl Fn(usize),

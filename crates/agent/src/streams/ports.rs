@@ -78,6 +78,32 @@ pub(crate) fn listening_ports(proc: &Path) -> io::Result<ListeningPorts> {
     })
 }
 
+/// The command lines (arguments joined by spaces) of the processes listening on `port`.
+pub(crate) fn listener_cmdlines(proc: &Path, port: u16) -> Vec<String> {
+    let mut inodes = Vec::new();
+    for table in ["net/tcp", "net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(proc.join(table)) {
+            inodes.extend(
+                parse_table(&text)
+                    .into_iter()
+                    .filter(|(p, _)| *p == port)
+                    .map(|(_, inode)| inode),
+            );
+        }
+    }
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let owners = socket_owners(proc);
+    inodes
+        .iter()
+        .filter_map(|inode| owners.get(inode))
+        .flat_map(|owner| &owner.pids)
+        .filter_map(|pid| std::fs::read(proc.join(pid.to_string()).join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .collect()
+}
+
 /// `(port, inode)` of every listening socket in one `/proc/net/tcp*` table.
 fn parse_table(text: &str) -> Vec<(u16, u64)> {
     text.lines()

@@ -167,3 +167,18 @@ fn init_tracing() {
         .with_test_writer()
         .try_init();
 }
+
+/// A TCP echo service on 127.0.0.1, for as long as the test runs; its port.
+pub async fn echo_server() -> anyhow::Result<u16> {
+    let service = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = service.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = service.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = conn.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    Ok(port)
+}

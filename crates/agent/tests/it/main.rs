@@ -6,4 +6,5 @@ mod harness;
 mod lifecycle;
 mod metadata;
 mod peer;
+mod ssh;
 mod streams;

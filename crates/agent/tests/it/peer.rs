@@ -209,13 +209,31 @@ impl Peer {
 
     /// Opens a client stream to the agent over its latest session.
     pub async fn open(&self, header: StreamHeader) -> anyhow::Result<StreamHandle> {
-        let mut control = lock(&self.state.sessions)
-            .last()
-            .cloned()
-            .context("the agent is not connected")?;
-        let mut stream = control.open_stream().await?;
-        agentsdk::write_frame(&mut stream, &header).await?;
-        Ok(stream)
+        open(&self.state, header).await
+    }
+
+    /// A TCP listener on 127.0.0.1 whose every connection is joined to a new stream of
+    /// `header` (after the agent accepted it): how tests point the system's OpenSSH client
+    /// at the agent, as coderd's relay and `coder ssh --stdio` do in production.
+    pub async fn bridge(&self, header: StreamHeader) -> anyhow::Result<Bridge> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let state = self.state.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let state = state.clone();
+                let header = header.clone();
+                tokio::spawn(async move {
+                    let Ok(mut stream) = open(&state, header).await else {
+                        return;
+                    };
+                    if let Ok(Some(StreamOpen::Ok)) = agentsdk::read_frame(&mut stream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut socket, &mut stream).await;
+                    }
+                });
+            }
+        });
+        Ok(Bridge { port, task })
     }
 
     /// Opens a client stream and reads the agent's answer to it.
@@ -237,6 +255,28 @@ impl Peer {
             (StreamOpen::Ok, stream) => Ok(stream),
             (refused, _) => anyhow::bail!("{header:?} was refused: {refused:?}"),
         }
+    }
+}
+
+async fn open(state: &PeerState, header: StreamHeader) -> anyhow::Result<StreamHandle> {
+    let mut control = lock(&state.sessions)
+        .last()
+        .cloned()
+        .context("the agent is not connected")?;
+    let mut stream = control.open_stream().await?;
+    agentsdk::write_frame(&mut stream, &header).await?;
+    Ok(stream)
+}
+
+/// See [`Peer::bridge`]; stops listening when dropped.
+pub struct Bridge {
+    pub port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

@@ -8,7 +8,7 @@ use codersdk::agentsdk::{self, ListeningPorts, StreamHeader, StreamOpen};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio_yamux::StreamHandle;
 
-use crate::harness::{TOKEN, TestAgent, manifest};
+use crate::harness::{TOKEN, TestAgent, echo_server, manifest};
 use crate::peer::Peer;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -29,16 +29,7 @@ fn closed_port() -> anyhow::Result<u16> {
 
 #[tokio::test]
 async fn tcp_streams_reach_workspace_ports_and_are_counted() -> anyhow::Result<()> {
-    let service = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let port = service.local_addr()?.port();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = service.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = conn.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
+    let port = echo_server().await?;
     let (peer, _agent) = ready_agent().await?;
 
     let mut stream = peer.open_ok(StreamHeader::Tcp { port }).await?;
