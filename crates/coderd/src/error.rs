@@ -111,6 +111,7 @@ impl From<crate::domain::Error> for ApiError {
     fn from(e: crate::domain::Error) -> Self {
         use crate::domain::Error as E;
         match e {
+            E::Unauthorized { message, detail } => Self::unauthorized(message).with_detail(detail),
             E::NotFound => Self::not_found(),
             E::Forbidden { detail } => Self::forbidden().with_detail(detail),
             E::BadRequest { message, detail } => Self::bad_request(message).with_detail(detail),

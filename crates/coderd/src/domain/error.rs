@@ -16,6 +16,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The caller is not (or no longer) authenticated.
+    #[error("{message}")]
+    Unauthorized { message: String, detail: String },
     /// The object does not exist, or the subject may not see it: the two are never told apart.
     #[error("not found")]
     NotFound,
@@ -52,6 +55,13 @@ impl Error {
         }
     }
 
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::Unauthorized {
+            message: message.into(),
+            detail: String::new(),
+        }
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::Conflict {
             message: message.into(),
@@ -72,7 +82,8 @@ impl Error {
     /// Adds a detail to the variants that carry one.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         match &mut self {
-            Self::BadRequest { detail: d, .. }
+            Self::Unauthorized { detail: d, .. }
+            | Self::BadRequest { detail: d, .. }
             | Self::Conflict { detail: d, .. }
             | Self::Forbidden { detail: d } => *d = detail.into(),
             Self::NotFound | Self::Validation(_) | Self::Internal(_) => {}

@@ -6,8 +6,13 @@
 
 pub mod builds;
 mod error;
+pub mod jobs;
 pub mod keys;
 pub mod parameters;
 pub mod render;
+pub mod resolve;
+pub mod search;
+pub mod session;
+pub mod views;
 
 pub use error::{Error, Result};

@@ -2,7 +2,9 @@
 //! (job, build, agent): one place, so the API and the dashboard can never disagree.
 
 use chrono::Utc;
+use codersdk::proto::RichParameter;
 use codersdk::provisioners::ProvisionerJobStatus;
+use codersdk::templates::{TemplateVersionParameter, TemplateVersionParameterOption};
 use codersdk::workspaces::{
     Healthcheck, WorkspaceAgent, WorkspaceAgentHealth, WorkspaceAgentLogSource,
     WorkspaceAgentScript, WorkspaceApp, WorkspaceResource, WorkspaceResourceMetadata,
@@ -211,4 +213,40 @@ pub fn resources(trees: Vec<ResourceTree>) -> Vec<WorkspaceResource> {
             daily_cost: t.resource.daily_cost,
         })
         .collect()
+}
+
+/// A version's declared parameter as the SDK shows it (the create form is rendered from it).
+pub fn parameter(p: RichParameter) -> TemplateVersionParameter {
+    TemplateVersionParameter {
+        description_plaintext: p.description.clone(),
+        name: p.name,
+        display_name: p.display_name,
+        description: p.description,
+        kind: p.kind,
+        form_type: match serde_json::to_value(p.form_type) {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => String::new(),
+        },
+        mutable: p.mutable,
+        default_value: p.default_value,
+        icon: p.icon,
+        options: p
+            .options
+            .into_iter()
+            .map(|o| TemplateVersionParameterOption {
+                name: o.name,
+                description: o.description,
+                value: o.value,
+                icon: o.icon,
+            })
+            .collect(),
+        validation_error: p.validation_error,
+        validation_regex: p.validation_regex,
+        validation_min: p.validation_min,
+        validation_max: p.validation_max,
+        validation_monotonic: p.validation_monotonic,
+        required: p.required,
+        ephemeral: p.ephemeral,
+        order: p.order,
+    }
 }

@@ -22,7 +22,8 @@ use uuid::Uuid;
 use super::AppState;
 use super::extract::{Auth, Json, Query, empty_as_none, token_from_parts};
 use super::jobs::LogParams;
-use crate::authz::{Action, Object, Resource};
+use crate::authz::Action;
+use crate::domain::resolve;
 use crate::error::{ApiError, ApiResult};
 use crate::pubsub::channels;
 use crate::store::{AgentLogRow, MetadataEntry};
@@ -78,24 +79,6 @@ pub(super) async fn rpc(
         .into_response())
 }
 
-/// An agent the caller may see (through its workspace), or 404.
-async fn resolve_agent(
-    state: &AppState,
-    auth: &Auth,
-    id: Uuid,
-) -> ApiResult<crate::store::AgentContext> {
-    let context = state.store.agent_context(id).await?;
-    auth.authorize(
-        Action::Read,
-        &Object::owned(
-            Resource::Workspace,
-            Some(context.organization_id),
-            context.owner_id,
-        ),
-    )?;
-    Ok(context)
-}
-
 #[utoipa::path(get, path = "/api/v2/workspaceagents/{id}", tag = "Agents",
     params(("id" = Uuid, Path)), responses((status = 200, body = WorkspaceAgent)))]
 pub(super) async fn get_agent(
@@ -103,7 +86,7 @@ pub(super) async fn get_agent(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<WorkspaceAgent>> {
-    resolve_agent(&state, &auth, id).await?;
+    resolve::agent(&state, &auth.subject, id, Action::Read).await?;
     Ok(Json(crate::domain::render::agent(
         state.store.agent_tree(id).await?,
     )))
@@ -129,7 +112,7 @@ pub(super) async fn agent_logs(
     Query(params): Query<LogParams>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
-    resolve_agent(&state, &auth, id).await?;
+    resolve::agent(&state, &auth.subject, id, Action::Read).await?;
     let after = params.after.unwrap_or(0);
     if !params.follow.unwrap_or(false) {
         let rows = state.store.agent_logs_after(id, after).await?;
@@ -217,7 +200,7 @@ pub(super) async fn watch_metadata(
     Path(id): Path<Uuid>,
     Query(params): Query<MetadataParams>,
 ) -> ApiResult<Response> {
-    resolve_agent(&state, &auth, id).await?;
+    resolve::agent(&state, &auth.subject, id, Action::Read).await?;
     if params.snapshot.unwrap_or(false) {
         return Ok(Json(metadata(state.store.agent_metadata(id).await?)).into_response());
     }

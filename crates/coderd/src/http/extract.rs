@@ -7,15 +7,15 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::AppState;
-use crate::authz::{self, Action, Object, Resource, Subject};
+use crate::authz::{self, Action, Object, Subject};
+use crate::domain;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{self, ApiKeyRow, OrganizationRow, UserRow};
+use crate::store::{ApiKeyRow, OrganizationRow, UserRow};
 use codersdk::client::{SESSION_TOKEN_COOKIE, SESSION_TOKEN_HEADER};
 
 /// A JSON request body or response. Unlike axum's, any content type is accepted (as Coder
@@ -162,11 +162,6 @@ pub fn token_from_parts(parts: &Parts) -> Option<String> {
     })
 }
 
-fn invalid_token() -> ApiError {
-    ApiError::unauthorized("Invalid session token.")
-        .with_detail("The token is unknown, was revoked, or is not a Coder session token.")
-}
-
 impl FromRequestParts<AppState> for Auth {
     type Rejection = ApiError;
 
@@ -186,104 +181,30 @@ impl FromRequestParts<AppState> for Auth {
     }
 }
 
-/// Validates a token and loads the caller. Every request re-reads the user, so suspension and
-/// role changes apply at once.
+/// Validates a token and loads the caller (see [`domain::session::authenticate`]).
 pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
-    let (id, secret) = crate::auth::split_token(token).ok_or_else(invalid_token)?;
-    let (key, mut user, memberships) = match state.store.api_key_with_user(id).await {
-        Ok(found) => found,
-        Err(store::Error::NotFound) => return Err(invalid_token()),
-        Err(e) => return Err(e.into()),
-    };
-    if !crate::auth::secret_matches(secret, &key.hashed_secret) || user.deleted {
-        return Err(invalid_token());
-    }
-    let now = Utc::now();
-    if key.expires_at <= now {
-        return Err(
-            ApiError::unauthorized("Your session token has expired.").with_detail(format!(
-                "It expired at {}; log in again.",
-                key.expires_at.to_rfc3339()
-            )),
-        );
-    }
-    match user.status.as_str() {
-        "suspended" => {
-            return Err(ApiError::unauthorized("Your account is suspended.")
-                .with_detail("Contact an administrator to reactivate your account."));
-        }
-        "dormant" => {
-            // Dormancy only marks inactivity; using the account ends it.
-            user = state.store.update_user_status(user.id, "active").await?;
-        }
-        _ => {}
-    }
-    refresh_key_if_due(state, &key, now);
-    let subject = Subject {
-        user_id: user.id,
-        site_roles: user.rbac_roles.clone(),
-        orgs: memberships.into_iter().collect(),
-    };
+    let domain::session::Session { key, user, subject } =
+        domain::session::authenticate(state, token).await?;
     Ok(Auth { key, user, subject })
-}
-
-/// Records use at most once a minute per key, and slides a session's expiry forward at most
-/// once an hour: a write per request would be wasted load.
-fn refresh_key_if_due(state: &AppState, key: &ApiKeyRow, now: chrono::DateTime<Utc>) {
-    let session = chrono::Duration::from_std(state.options.session_duration).unwrap_or_default();
-    let mut expires_at = key.expires_at;
-    let refresh =
-        key.login_type == "password" && key.expires_at - now < session - chrono::Duration::hours(1);
-    if refresh {
-        expires_at = now + session;
-    }
-    if refresh || now - key.last_used > chrono::Duration::minutes(1) {
-        let store = state.store.clone();
-        let (id, user) = (key.id.clone(), key.user_id);
-        tokio::spawn(async move {
-            if let Err(e) = store.touch_api_key(&id, user, expires_at).await {
-                tracing::warn!(error = %e, "recording API key use failed");
-            }
-        });
-    }
 }
 
 /// Resolves a `{user}` path segment (`me`, a username or an id) to a user the caller may see.
 pub async fn resolve_user(state: &AppState, auth: &Auth, param: &str) -> ApiResult<UserRow> {
-    let user = if param == "me" {
-        auth.user.clone()
-    } else if let Ok(id) = param.parse::<Uuid>() {
-        state.store.user_by_id(id).await?
-    } else {
-        state.store.user_by_username(param).await?
-    };
-    auth.authorize(Action::Read, &Object::user(user.id))?;
-    Ok(user)
+    if param == "me" {
+        // Already loaded with the caller's key.
+        auth.authorize(Action::Read, &Object::user(auth.user.id))?;
+        return Ok(auth.user.clone());
+    }
+    Ok(domain::resolve::user(state, &auth.subject, param).await?)
 }
 
 /// Finds an `{organization}` path segment: an id, a name, or `default` for the default
 /// organization (unless one is named so), as Coder's API does.
 pub async fn find_org(state: &AppState, param: &str) -> ApiResult<OrganizationRow> {
-    let found = if let Ok(id) = param.parse::<Uuid>() {
-        state.store.organization_by_id(id).await
-    } else {
-        state.store.organization_by_name(param).await
-    };
-    match found {
-        Ok(org) => Ok(org),
-        Err(store::Error::NotFound) if param == "default" => {
-            Ok(state.store.default_organization().await?)
-        }
-        Err(e) => Err(e.into()),
-    }
+    Ok(domain::resolve::find_organization(state, param).await?)
 }
 
 /// Resolves an `{organization}` path segment to one the caller may see.
 pub async fn resolve_org(state: &AppState, auth: &Auth, param: &str) -> ApiResult<OrganizationRow> {
-    let org = find_org(state, param).await?;
-    auth.authorize(
-        Action::Read,
-        &Object::in_org(Resource::Organization, org.id),
-    )?;
-    Ok(org)
+    Ok(domain::resolve::organization(state, &auth.subject, param).await?)
 }

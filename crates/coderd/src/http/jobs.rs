@@ -1,160 +1,16 @@
-//! Provisioner jobs as the API shows them (status, queue position, which daemons could run
-//! them, why a pending job waits), and their logs, replayed or followed live.
+//! Provisioner job logs, replayed or followed live over a WebSocket (the jobs themselves are
+//! rendered by `crate::domain::jobs`).
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
-use codersdk::provisionerd::Tags;
-use codersdk::provisioners::{
-    MatchedProvisioners, ProvisionerJob, ProvisionerJobInput, ProvisionerJobLog,
-    ProvisionerJobMetadata, ProvisionerJobStatus, ProvisionerJobType,
-};
+use codersdk::provisioners::ProvisionerJobLog;
 use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{Json, empty_as_none};
-use crate::domain::render::job_status;
 use crate::error::{ApiError, ApiResult};
-use crate::provisioners::registry::OFFLINE_AFTER;
-use crate::provisioners::tags;
 use crate::pubsub::channels;
-use crate::store::{DaemonRow, JobRow, LogRow};
-
-pub fn job_tags(job: &JobRow) -> Tags {
-    serde_json::from_value(job.tags.clone()).unwrap_or_default()
-}
-
-pub fn daemon_tags(daemon: &DaemonRow) -> Tags {
-    serde_json::from_value(daemon.tags.clone()).unwrap_or_default()
-}
-
-pub fn daemon_online(state: &AppState, daemon: &DaemonRow) -> bool {
-    state.daemons.is_connected(daemon.id)
-        || (Utc::now() - daemon.last_seen_at)
-            .to_std()
-            .unwrap_or_default()
-            < OFFLINE_AFTER
-}
-
-/// Daemons of the job's organization that could run it, and how many of them are online.
-pub fn matched(
-    state: &AppState,
-    job: &JobRow,
-    daemons: &[DaemonRow],
-) -> (Vec<Uuid>, MatchedProvisioners) {
-    let tags = job_tags(job);
-    let matching: Vec<&DaemonRow> = daemons
-        .iter()
-        .filter(|d| {
-            d.organization_id == job.organization_id
-                && d.provisioners.contains(&job.provisioner)
-                && tags::matches(&daemon_tags(d), &tags)
-        })
-        .collect();
-    let online: Vec<Uuid> = matching
-        .iter()
-        .filter(|d| daemon_online(state, d))
-        .map(|d| d.id)
-        .collect();
-    let summary = MatchedProvisioners {
-        count: matching.len() as i64,
-        available: online.len() as i64,
-        most_recently_seen: matching.iter().map(|d| d.last_seen_at).max(),
-    };
-    (online, summary)
-}
-
-fn describe_tags(tags: &Tags) -> String {
-    tags.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Renders a job; `daemons` are the organization's daemons (fetched once per request).
-pub async fn render(
-    state: &AppState,
-    job: &JobRow,
-    daemons: &[DaemonRow],
-) -> ApiResult<ProvisionerJob> {
-    let status = job_status(job);
-    let (mut queue_position, mut queue_size) = (0, 0);
-    let (available_workers, summary) = matched(state, job, daemons);
-    let mut waiting_reason = String::new();
-    if status == ProvisionerJobStatus::Pending {
-        (queue_position, queue_size) = state.store.queue_position(job).await?;
-        if available_workers.is_empty() {
-            let tags = describe_tags(&job_tags(job));
-            waiting_reason = if summary.count == 0 {
-                format!(
-                    "No {} provisioner daemon in this organization has tags matching this job's \
-                     ({tags}); start one with matching tags (coder provisionerd start --tag ...).",
-                    job.provisioner
-                )
-            } else {
-                format!(
-                    "{} {} provisioner daemon(s) match this job's tags ({tags}) but none is online.",
-                    summary.count, job.provisioner
-                )
-            };
-        }
-    }
-    let worker_name = job
-        .worker_id
-        .and_then(|w| daemons.iter().find(|d| d.id == w))
-        .map(|d| d.name.clone())
-        .unwrap_or_default();
-    let input = ProvisionerJobInput {
-        template_version_id: job
-            .input
-            .get("template_version_id")
-            .and_then(|v| v.as_str())
-            .and_then(|s| s.parse().ok()),
-        workspace_build_id: job
-            .input
-            .get("workspace_build_id")
-            .and_then(|v| v.as_str())
-            .and_then(|s| s.parse().ok()),
-    };
-    Ok(ProvisionerJob {
-        id: job.id,
-        created_at: job.created_at,
-        started_at: job.started_at,
-        completed_at: job.completed_at,
-        canceled_at: job.canceled_at,
-        error: job.error.clone().unwrap_or_default(),
-        error_code: job.error_code.clone().unwrap_or_default(),
-        status,
-        worker_id: job.worker_id,
-        worker_name,
-        file_id: job.file_id,
-        tags: job_tags(job),
-        queue_position,
-        queue_size,
-        organization_id: job.organization_id,
-        initiator_id: job.initiator_id,
-        input,
-        job_type: job
-            .r#type
-            .parse()
-            .unwrap_or(ProvisionerJobType::WorkspaceBuild),
-        available_workers,
-        metadata: ProvisionerJobMetadata::default(),
-        logs_overflowed: job.logs_overflowed,
-        waiting_reason,
-    })
-}
-
-/// Renders a job together with the daemons of its organization.
-pub async fn render_one(
-    state: &AppState,
-    job: &JobRow,
-) -> ApiResult<(ProvisionerJob, MatchedProvisioners)> {
-    let daemons = state.store.daemons(Some(job.organization_id), None).await?;
-    let rendered = render(state, job, &daemons).await?;
-    let (_, summary) = matched(state, job, &daemons);
-    Ok((rendered, summary))
-}
+use crate::store::LogRow;
 
 fn log(row: LogRow) -> ProvisionerJobLog {
     ProvisionerJobLog {

@@ -27,9 +27,9 @@ use super::AppState;
 use super::extract::{
     Auth, Json, Query, authenticate, empty_as_none, find_org, resolve_org, token_from_parts,
 };
-use super::jobs;
 use super::templates::PROVISIONERS;
 use crate::authz::{Action, Object, Resource};
+use crate::domain::jobs;
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::dispatch::Capability;
 use crate::provisioners::session::{self, SessionIo};

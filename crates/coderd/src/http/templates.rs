@@ -6,13 +6,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, patch, post};
-use codersdk::proto::RichParameter;
 use codersdk::provisionerd::{TemplateVariable, VariableValue};
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::templates::{
-    CreateTemplateRequest, CreateTemplateVersionRequest, MinimalUser, Template, TemplateVersion,
-    TemplateVersionParameter, TemplateVersionParameterOption, TemplateVersionVariable,
-    UpdateActiveTemplateVersion, UpdateTemplateMeta,
+    CreateTemplateRequest, CreateTemplateVersionRequest, Template, TemplateVersion,
+    TemplateVersionParameter, TemplateVersionVariable, UpdateActiveTemplateVersion,
+    UpdateTemplateMeta,
 };
 use codersdk::workspaces::WorkspaceResource;
 use uuid::Uuid;
@@ -21,6 +20,9 @@ use super::AppState;
 use super::extract::{Auth, Json, Query, resolve_org};
 use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
+use crate::domain::render::parameter;
+use crate::domain::resolve;
+use crate::domain::views::{template, version};
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::tags;
 use crate::store::{
@@ -67,83 +69,13 @@ pub fn routes() -> Router<AppState> {
         .route("/templateversions/{id}/variables", get(version_variables))
 }
 
-pub fn template(state: &AppState, row: TemplateRow) -> Template {
-    Template {
-        active_user_count: state.template_usage.active_users(row.id),
-        id: row.id,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        organization_id: row.organization_id,
-        organization_name: row.organization_name,
-        organization_display_name: row.organization_display_name,
-        organization_icon: row.organization_icon,
-        name: row.name,
-        display_name: row.display_name,
-        provisioner: row.provisioner,
-        active_version_id: row.active_version_id,
-        description: row.description,
-        deprecated: !row.deprecated.is_empty(),
-        deprecation_message: row.deprecated,
-        icon: row.icon,
-        default_ttl_ms: row.default_ttl_ms,
-        created_by_id: row.created_by,
-        created_by_name: row.created_by_username,
-        allow_user_cancel_workspace_jobs: row.allow_user_cancel_workspace_jobs,
-        allow_user_autostart: true,
-        allow_user_autostop: true,
-        require_active_version: false,
-    }
-}
-
-pub async fn version(state: &AppState, row: TemplateVersionRow) -> ApiResult<TemplateVersion> {
-    let job = state.store.job_by_id(row.job_id).await?;
-    let (rendered, matched) = jobs::render_one(state, &job).await?;
-    Ok(TemplateVersion {
-        id: row.id,
-        template_id: row.template_id,
-        organization_id: row.organization_id,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        name: row.name,
-        message: row.message,
-        job: rendered,
-        readme: row.readme,
-        created_by: MinimalUser {
-            id: row.created_by,
-            username: row.created_by_username,
-            avatar_url: row.created_by_avatar_url,
-            name: row.created_by_name,
-        },
-        archived: row.archived,
-        warnings: Vec::new(),
-        matched_provisioners: Some(matched),
-    })
-}
-
 /// A template the caller may see, or 404.
 pub async fn resolve_template(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<TemplateRow> {
-    let row = state.store.template_by_id(id).await?;
-    auth.authorize(
-        Action::Read,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
-    Ok(row)
+    Ok(resolve::template(state, &auth.subject, id).await?)
 }
 
-/// A version the caller may see: through its template, or (not yet attached) as one who may
-/// create templates in its organization.
 async fn resolve_version(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<TemplateVersionRow> {
-    let row = state.store.template_version_by_id(id).await?;
-    let object = Object::in_org(Resource::Template, row.organization_id);
-    let visible = if row.template_id.is_some() {
-        auth.can(Action::Read, &object)
-    } else {
-        row.created_by == auth.user.id || auth.can(Action::Create, &object)
-    };
-    if !visible {
-        return Err(ApiError::not_found());
-    }
-    Ok(row)
+    Ok(resolve::version(state, &auth.subject, id).await?)
 }
 
 /// `adjective_surname`-style default version names, like Coder's.
@@ -338,41 +270,6 @@ pub(super) async fn version_resources(
     let row = resolve_version(&state, &auth, id).await?;
     let trees = state.store.resources_of_jobs(&[row.job_id]).await?;
     Ok(Json(crate::domain::render::resources(trees)))
-}
-
-pub fn parameter(p: RichParameter) -> TemplateVersionParameter {
-    TemplateVersionParameter {
-        description_plaintext: p.description.clone(),
-        name: p.name,
-        display_name: p.display_name,
-        description: p.description,
-        kind: p.kind,
-        form_type: match serde_json::to_value(p.form_type) {
-            Ok(serde_json::Value::String(s)) => s,
-            _ => String::new(),
-        },
-        mutable: p.mutable,
-        default_value: p.default_value,
-        icon: p.icon,
-        options: p
-            .options
-            .into_iter()
-            .map(|o| TemplateVersionParameterOption {
-                name: o.name,
-                description: o.description,
-                value: o.value,
-                icon: o.icon,
-            })
-            .collect(),
-        validation_error: p.validation_error,
-        validation_regex: p.validation_regex,
-        validation_min: p.validation_min,
-        validation_max: p.validation_max,
-        validation_monotonic: p.validation_monotonic,
-        required: p.required,
-        ephemeral: p.ephemeral,
-        order: p.order,
-    }
 }
 
 /// Rejects reads of a version's import results while the import runs.

@@ -1,6 +1,4 @@
-//! Workspaces and their builds.
-
-use std::collections::HashMap;
+//! Workspaces and their builds: parsing requests, calling `crate::domain` and answering.
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
@@ -10,8 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use codersdk::workspaces::{
     CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace, WorkspaceBuild,
-    WorkspaceBuildParameter, WorkspaceHealth, WorkspaceResource, WorkspaceStatus,
-    WorkspacesResponse,
+    WorkspaceBuildParameter, WorkspaceResource, WorkspacesResponse,
 };
 use uuid::Uuid;
 
@@ -20,9 +17,10 @@ use super::extract::{Auth, Json, Pagination, Query, empty_as_none, resolve_org, 
 use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
-use crate::domain::render::{build_status, resources};
+use crate::domain::render::resources;
+use crate::domain::{resolve, search, views};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{self, BuildRow, DaemonRow, JobRow, ResourceTree, WorkspaceQuery, WorkspaceRow};
+use crate::store::WorkspaceRow;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -50,156 +48,6 @@ pub fn routes() -> Router<AppState> {
         .route("/workspacebuilds/{id}/parameters", get(build_parameters))
 }
 
-/// Everything needed to render builds in bulk: their jobs, resources and the daemons.
-struct BuildContext {
-    jobs: HashMap<Uuid, JobRow>,
-    resources: HashMap<Uuid, Vec<ResourceTree>>,
-    daemons: Vec<DaemonRow>,
-}
-
-async fn build_context(state: &AppState, builds: &[BuildRow]) -> ApiResult<BuildContext> {
-    let job_ids: Vec<Uuid> = builds.iter().map(|b| b.job_id).collect();
-    let jobs = state.store.jobs_by_ids(&job_ids).await?;
-    let trees = state.store.resources_of_jobs(&job_ids).await?;
-    let mut resources: HashMap<Uuid, Vec<ResourceTree>> = HashMap::new();
-    for tree in trees {
-        resources
-            .entry(tree.resource.job_id)
-            .or_default()
-            .push(tree);
-    }
-    let orgs: std::collections::HashSet<Uuid> = jobs.iter().map(|j| j.organization_id).collect();
-    let daemons = if orgs.len() == 1 {
-        state
-            .store
-            .daemons(orgs.iter().next().copied(), None)
-            .await?
-    } else {
-        state.store.daemons(None, None).await?
-    };
-    Ok(BuildContext {
-        jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
-        resources,
-        daemons,
-    })
-}
-
-async fn render_build(
-    state: &AppState,
-    row: BuildRow,
-    ctx: &mut BuildContext,
-) -> ApiResult<WorkspaceBuild> {
-    let job = ctx
-        .jobs
-        .get(&row.job_id)
-        .cloned()
-        .ok_or_else(|| ApiError::internal(format!("build {} has no job", row.id)))?;
-    let rendered = jobs::render(state, &job, &ctx.daemons).await?;
-    let (_, matched) = jobs::matched(state, &job, &ctx.daemons);
-    let status = build_status(&row.transition, rendered.status);
-    Ok(WorkspaceBuild {
-        id: row.id,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        workspace_id: row.workspace_id,
-        workspace_name: row.workspace_name,
-        workspace_owner_id: row.workspace_owner_id,
-        workspace_owner_name: row.owner_username,
-        workspace_owner_avatar_url: row.owner_avatar_url,
-        template_version_id: row.template_version_id,
-        template_version_name: row.template_version_name,
-        build_number: row.build_number,
-        transition: row.transition,
-        initiator_id: row.initiator_id,
-        initiator_name: row.initiator_username,
-        job: rendered,
-        reason: row.reason,
-        resources: resources(ctx.resources.remove(&row.job_id).unwrap_or_default()),
-        deadline: row.deadline,
-        max_deadline: row.max_deadline,
-        status,
-        daily_cost: row.daily_cost,
-        matched_provisioners: Some(matched),
-    })
-}
-
-pub async fn render_builds(
-    state: &AppState,
-    rows: Vec<BuildRow>,
-) -> ApiResult<Vec<WorkspaceBuild>> {
-    let mut ctx = build_context(state, &rows).await?;
-    let mut builds = Vec::with_capacity(rows.len());
-    for row in rows {
-        builds.push(render_build(state, row, &mut ctx).await?);
-    }
-    Ok(builds)
-}
-
-fn workspace(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace {
-    let failing_agents: Vec<Uuid> = latest_build
-        .resources
-        .iter()
-        .flat_map(|r| &r.agents)
-        .filter(|a| !a.health.healthy && latest_build.status == WorkspaceStatus::Running)
-        .map(|a| a.id)
-        .collect();
-    Workspace {
-        id: row.id,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        owner_id: row.owner_id,
-        owner_name: row.owner_username,
-        owner_avatar_url: row.owner_avatar_url,
-        organization_id: row.organization_id,
-        organization_name: row.organization_name,
-        template_id: row.template_id,
-        template_name: row.template_name,
-        template_display_name: row.template_display_name,
-        template_icon: row.template_icon,
-        template_allow_user_cancel_workspace_jobs: row.template_allow_user_cancel_workspace_jobs,
-        template_active_version_id: row.template_active_version_id,
-        template_require_active_version: false,
-        outdated: latest_build.template_version_id != row.template_active_version_id,
-        latest_build,
-        name: row.name,
-        autostart_schedule: row.autostart_schedule,
-        ttl_ms: row.ttl_ms,
-        last_used_at: row.last_used_at,
-        deleting_at: None,
-        dormant_at: None,
-        health: WorkspaceHealth {
-            healthy: failing_agents.is_empty(),
-            failing_agents,
-        },
-        automatic_updates: row.automatic_updates,
-        allow_renames: false,
-        favorite: false,
-    }
-}
-
-/// Renders workspaces with their latest builds, in bulk.
-async fn render_workspaces(state: &AppState, rows: Vec<WorkspaceRow>) -> ApiResult<Vec<Workspace>> {
-    let ids: Vec<Uuid> = rows.iter().map(|w| w.id).collect();
-    let latest = state.store.latest_builds(&ids).await?;
-    let mut builds: HashMap<Uuid, WorkspaceBuild> = render_builds(state, latest)
-        .await?
-        .into_iter()
-        .map(|b| (b.workspace_id, b))
-        .collect();
-    rows.into_iter()
-        .map(|row| {
-            let build = builds
-                .remove(&row.id)
-                .ok_or_else(|| ApiError::internal(format!("workspace {} has no build", row.id)))?;
-            Ok(workspace(row, build))
-        })
-        .collect()
-}
-
-fn workspace_object(row: &WorkspaceRow) -> Object {
-    Object::owned(Resource::Workspace, Some(row.organization_id), row.owner_id)
-}
-
 /// A workspace the caller may see, or 404.
 pub async fn resolve_workspace(
     state: &AppState,
@@ -207,20 +55,7 @@ pub async fn resolve_workspace(
     id: Uuid,
     include_deleted: bool,
 ) -> ApiResult<WorkspaceRow> {
-    let row = state.store.workspace_by_id(id, include_deleted).await?;
-    auth.authorize(Action::Read, &workspace_object(&row))?;
-    Ok(row)
-}
-
-/// A build (and its workspace) the caller may see, or 404.
-async fn resolve_build(
-    state: &AppState,
-    auth: &Auth,
-    id: Uuid,
-) -> ApiResult<(BuildRow, WorkspaceRow)> {
-    let build = state.store.build_by_id(id).await?;
-    let workspace = resolve_workspace(state, auth, build.workspace_id, true).await?;
-    Ok((build, workspace))
+    Ok(resolve::workspace(state, &auth.subject, id, Action::Read, include_deleted).await?)
 }
 
 #[utoipa::path(post, path = "/api/v2/users/{user}/workspaces", tag = "Workspaces",
@@ -260,11 +95,10 @@ async fn create(
         None => None,
     };
     let row = builds::create_workspace(&state, &auth.subject, owner.id, org, &req).await?;
-    let mut rendered = render_workspaces(&state, vec![row]).await?;
-    let workspace = rendered
-        .pop()
-        .ok_or_else(|| ApiError::internal("created workspace vanished"))?;
-    Ok((StatusCode::CREATED, Json(workspace)))
+    Ok((
+        StatusCode::CREATED,
+        Json(views::workspace(&state, row).await?),
+    ))
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -273,37 +107,6 @@ pub(super) struct ListParams {
     q: String,
     #[serde(flatten)]
     page: Pagination,
-}
-
-/// Parses Coder's workspace search: `owner:me name:dev template:docker status:running`.
-async fn parse_query(state: &AppState, auth: &Auth, q: &str) -> ApiResult<WorkspaceQuery> {
-    let mut query = WorkspaceQuery::default();
-    let bad = |detail: String| {
-        ApiError::bad_request("Invalid workspace search query.").with_detail(detail)
-    };
-    for term in q.split_whitespace() {
-        match term.split_once(':') {
-            Some(("owner", "me")) => query.owner = Some(auth.user.id),
-            Some(("owner", name)) => {
-                query.owner = Some(match state.store.user_by_username(name).await {
-                    Ok(u) => u.id,
-                    // An unknown owner matches nothing rather than everything.
-                    Err(store::Error::NotFound) => Uuid::nil(),
-                    Err(e) => return Err(e.into()),
-                })
-            }
-            Some(("name", v)) => query.name = v.to_string(),
-            Some(("template", v)) => query.template = v.to_string(),
-            Some(("status", v)) => {
-                v.parse::<WorkspaceStatus>().map_err(bad)?;
-                query.status = v.to_string();
-            }
-            Some(("deleted", v)) => query.deleted = v == "true",
-            Some((key, _)) => return Err(bad(format!("unknown filter {key:?}"))),
-            None => query.name = term.to_string(),
-        }
-    }
-    Ok(query)
 }
 
 #[utoipa::path(get, path = "/api/v2/workspaces", tag = "Workspaces",
@@ -315,14 +118,12 @@ pub(super) async fn list_workspaces(
     auth: Auth,
     Query(params): Query<ListParams>,
 ) -> ApiResult<Response> {
-    let mut query = parse_query(&state, &auth, &params.q).await?;
-    (query.limit, query.offset) = params.page.resolve(i64::MAX)?;
-    let filter = auth.subject.filter(Resource::Workspace);
-    let (ids, count) = state.store.list_workspace_ids(&query, &filter).await?;
+    let (limit, offset) = params.page.resolve(i64::MAX)?;
+    let (ids, count) = search::workspaces(&state, &auth.subject, &params.q, limit, offset).await?;
     let chunk = options.workspace_list_chunk.max(1);
     if ids.len() <= chunk {
         let rows = state.store.workspaces_by_ids(&ids).await?;
-        let workspaces = render_workspaces(&state, rows).await?;
+        let workspaces = views::workspaces(&state, rows).await?;
         return Ok(Json(WorkspacesResponse { workspaces, count }).into_response());
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(2);
@@ -362,7 +163,7 @@ async fn stream_workspaces(
     for chunk in ids.chunks(chunk_size) {
         let rows = state.store.workspaces_by_ids(chunk).await?;
         let mut out = Vec::new();
-        for workspace in render_workspaces(state, rows).await? {
+        for workspace in views::workspaces(state, rows).await? {
             if !first {
                 out.push(b',');
             }
@@ -395,8 +196,7 @@ pub(super) async fn get_workspace(
     Query(params): Query<GetParams>,
 ) -> ApiResult<Json<Workspace>> {
     let row = resolve_workspace(&state, &auth, id, params.include_deleted.unwrap_or(false)).await?;
-    let mut rendered = render_workspaces(&state, vec![row]).await?;
-    Ok(Json(rendered.pop().ok_or_else(ApiError::not_found)?))
+    Ok(Json(views::workspace(&state, row).await?))
 }
 
 #[utoipa::path(get, path = "/api/v2/users/{user}/workspace/{name}", tag = "Workspaces",
@@ -406,14 +206,8 @@ pub(super) async fn workspace_by_name(
     auth: Auth,
     Path((user, name)): Path<(String, String)>,
 ) -> ApiResult<Json<Workspace>> {
-    let owner = resolve_user(&state, &auth, &user).await?;
-    let row = state
-        .store
-        .workspace_by_owner_and_name(owner.id, &name)
-        .await?;
-    auth.authorize(Action::Read, &workspace_object(&row))?;
-    let mut rendered = render_workspaces(&state, vec![row]).await?;
-    Ok(Json(rendered.pop().ok_or_else(ApiError::not_found)?))
+    let row = resolve::workspace_by_name(&state, &auth.subject, &user, &name, Action::Read).await?;
+    Ok(Json(views::workspace(&state, row).await?))
 }
 
 #[utoipa::path(get, path = "/api/v2/users/{user}/workspace/{name}/builds/{number}", tag = "Builds",
@@ -423,19 +217,8 @@ pub(super) async fn build_by_number(
     auth: Auth,
     Path((user, name, number)): Path<(String, String, i32)>,
 ) -> ApiResult<Json<WorkspaceBuild>> {
-    let owner = resolve_user(&state, &auth, &user).await?;
-    let workspace = state
-        .store
-        .workspace_by_owner_and_name(owner.id, &name)
-        .await?;
-    auth.authorize(Action::Read, &workspace_object(&workspace))?;
-    let builds = state.store.builds_of(workspace.id, i64::MAX, 0).await?;
-    let build = builds
-        .into_iter()
-        .find(|b| b.build_number == number)
-        .ok_or_else(ApiError::not_found)?;
-    let mut rendered = render_builds(&state, vec![build]).await?;
-    Ok(Json(rendered.pop().ok_or_else(ApiError::not_found)?))
+    let (build, _) = resolve::build_by_number(&state, &auth.subject, &user, &name, number).await?;
+    Ok(Json(views::build(&state, build).await?))
 }
 
 #[utoipa::path(post, path = "/api/v2/workspaces/{id}/builds", tag = "Builds",
@@ -480,11 +263,7 @@ pub(super) async fn create_build(
         reason,
     };
     let row = builds::create_build(&state, &auth.subject, &workspace, request).await?;
-    let mut rendered = render_builds(&state, vec![row]).await?;
-    let build = rendered
-        .pop()
-        .ok_or_else(|| ApiError::internal("created build vanished"))?;
-    Ok((StatusCode::CREATED, Json(build)))
+    Ok((StatusCode::CREATED, Json(views::build(&state, row).await?)))
 }
 
 #[utoipa::path(get, path = "/api/v2/workspaces/{id}/builds", tag = "Builds",
@@ -499,7 +278,7 @@ pub(super) async fn list_builds(
     let workspace = resolve_workspace(&state, &auth, id, true).await?;
     let (limit, offset) = page.resolve(i64::MAX)?;
     let rows = state.store.builds_of(workspace.id, limit, offset).await?;
-    Ok(Json(render_builds(&state, rows).await?))
+    Ok(Json(views::builds(&state, rows).await?))
 }
 
 #[utoipa::path(get, path = "/api/v2/workspacebuilds/{id}", tag = "Builds",
@@ -509,9 +288,8 @@ pub(super) async fn get_build(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<WorkspaceBuild>> {
-    let (build, _) = resolve_build(&state, &auth, id).await?;
-    let mut rendered = render_builds(&state, vec![build]).await?;
-    Ok(Json(rendered.pop().ok_or_else(ApiError::not_found)?))
+    let (build, _) = resolve::build(&state, &auth.subject, id).await?;
+    Ok(Json(views::build(&state, build).await?))
 }
 
 #[utoipa::path(patch, path = "/api/v2/workspacebuilds/{id}/cancel", tag = "Builds",
@@ -521,7 +299,7 @@ pub(super) async fn cancel_build(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
-    let (build, workspace) = resolve_build(&state, &auth, id).await?;
+    let (build, workspace) = resolve::build(&state, &auth.subject, id).await?;
     builds::cancel_build(&state, &auth.subject, &build, &workspace).await?;
     Ok(Json(codersdk::Response::new(
         "Job has been marked as canceled...",
@@ -538,7 +316,7 @@ pub(super) async fn build_logs(
     Query(params): Query<LogParams>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
-    let (build, _) = resolve_build(&state, &auth, id).await?;
+    let (build, _) = resolve::build(&state, &auth.subject, id).await?;
     jobs::logs(state, build.job_id, params, ws.ok()).await
 }
 
@@ -549,7 +327,7 @@ pub(super) async fn build_resources(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Vec<WorkspaceResource>>> {
-    let (build, _) = resolve_build(&state, &auth, id).await?;
+    let (build, _) = resolve::build(&state, &auth.subject, id).await?;
     Ok(Json(resources(
         state.store.resources_of_jobs(&[build.job_id]).await?,
     )))
@@ -562,7 +340,7 @@ pub(super) async fn build_state(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Response> {
-    let (build, workspace) = resolve_build(&state, &auth, id).await?;
+    let (build, workspace) = resolve::build(&state, &auth.subject, id).await?;
     // The state holds secrets of every resource: only those who may change the template see it.
     auth.authorize(
         Action::Update,
@@ -583,7 +361,7 @@ pub(super) async fn build_parameters(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Vec<WorkspaceBuildParameter>>> {
-    let (build, _) = resolve_build(&state, &auth, id).await?;
+    let (build, _) = resolve::build(&state, &auth.subject, id).await?;
     let values = state.store.build_parameters(build.id).await?;
     Ok(Json(
         values

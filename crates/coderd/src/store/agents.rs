@@ -31,6 +31,10 @@ pub struct AgentContext {
     pub owner_username: String,
     pub template_name: String,
     pub organization_id: Uuid,
+    /// The number of the agent's build, and of its workspace's latest: an agent of an older
+    /// build is gone (or going) and no longer reachable.
+    pub build_number: i32,
+    pub latest_build_number: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +144,8 @@ impl Store {
         timed("agent_context", async {
             let r = sqlx::query!(
                 r#"SELECT w.id AS workspace_id, w.name AS workspace_name, w.owner_id,
-                          u.username, t.name AS template_name, w.organization_id
+                          u.username, t.name AS template_name, w.organization_id, b.build_number,
+                          (SELECT max(build_number) FROM workspace_builds WHERE workspace_id = w.id) AS "latest!"
                    FROM workspace_agents a
                    JOIN workspace_resources r ON r.id = a.resource_id
                    JOIN workspace_builds b ON b.job_id = r.job_id
@@ -159,6 +164,8 @@ impl Store {
                 owner_username: r.username,
                 template_name: r.template_name,
                 organization_id: r.organization_id,
+                build_number: r.build_number,
+                latest_build_number: r.latest,
             })
         })
         .await

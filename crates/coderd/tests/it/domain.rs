@@ -3,11 +3,12 @@
 //! the API; and the build options only the domain layer's builder had to learn (reasons,
 //! orphaning).
 
-use coderd::authz::Subject;
+use coderd::authz::{Action, Subject};
 use coderd::domain::Error;
 use coderd::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
+use coderd::domain::{resolve, search, session, views};
 use codersdk::ClientError;
-use codersdk::proto::Resource;
+use codersdk::proto::{Agent, AgentAuth, Resource};
 use codersdk::provisionerd::Transition;
 use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest, WorkspaceStatus};
 use provisionerd::engines::echo::{BuildStage, EchoState, EchoTemplate};
@@ -20,6 +21,13 @@ fn template() -> EchoTemplate {
             resources: vec![Resource {
                 name: "dev".into(),
                 kind: "docker_container".into(),
+                agents: vec![Agent {
+                    name: "main".into(),
+                    operating_system: "linux".into(),
+                    architecture: "amd64".into(),
+                    auth: AgentAuth::Token(Uuid::new_v4().to_string()),
+                    ..Default::default()
+                }],
                 ..Default::default()
             }],
             ..Default::default()
@@ -240,5 +248,135 @@ async fn the_system_actor_cannot_create_workspaces_and_refusals_are_typed() -> a
         1,
         "nothing written"
     );
+    Ok(())
+}
+
+/// The subject of a logged-in client, as a front door other than the API would build it.
+async fn subject_of(app: &TestApp, client: &codersdk::Client) -> anyhow::Result<Subject> {
+    let token = client.token().expect("a logged-in client");
+    Ok(session::authenticate(&app.state, token).await?.subject)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_resolve_for_connect_only_for_who_may_connect_and_only_while_current()
+-> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (member, _) = app.user(&owner, "member", &[]).await?;
+    let (other, _) = app.user(&owner, "other", &[]).await?;
+    let (admin, _) = app.user(&owner, "admin", &["template-admin"]).await?;
+    let ws = running(&app, &owner, &member).await?;
+    let agent = ws.latest_build.resources[0].agents[0].id;
+
+    let mine = subject_of(&app, &member).await?;
+    let target = resolve::agent(&app.state, &mine, agent, Action::Connect).await?;
+    assert_eq!((target.agent_id, target.workspace.id), (agent, ws.id));
+    assert!(target.current);
+
+    let stranger = subject_of(&app, &other).await?;
+    let hidden = resolve::agent(&app.state, &stranger, agent, Action::Connect)
+        .await
+        .expect_err("not theirs");
+    assert!(matches!(hidden, Error::NotFound), "{hidden:?}");
+    let missing = resolve::agent(&app.state, &mine, Uuid::new_v4(), Action::Connect)
+        .await
+        .expect_err("no such agent");
+    assert!(matches!(missing, Error::NotFound), "{missing:?}");
+
+    // Template admins see every workspace but connect into none of others'.
+    let reader = subject_of(&app, &admin).await?;
+    resolve::agent(&app.state, &reader, agent, Action::Read).await?;
+    let refused = resolve::agent(&app.state, &reader, agent, Action::Connect)
+        .await
+        .expect_err("reading is not connecting");
+    assert!(matches!(refused, Error::Forbidden { .. }), "{refused:?}");
+    assert!(
+        resolve::agent(&app.state, &Subject::system(), agent, Action::Connect)
+            .await
+            .is_err(),
+        "coderd's own actor never connects into a workspace"
+    );
+
+    // A new build replaces the agent: the old one stays readable, never reachable.
+    let restart = member
+        .create_workspace_build(
+            ws.id,
+            &CreateWorkspaceBuildRequest {
+                transition: "start".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    wait_build(&member, restart.id).await?;
+    assert!(
+        !resolve::agent(&app.state, &mine, agent, Action::Read)
+            .await?
+            .current
+    );
+    let stale = resolve::agent(&app.state, &mine, agent, Action::Connect)
+        .await
+        .expect_err("an old build's agent");
+    assert!(matches!(stale, Error::BadRequest { .. }), "{stale:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_domain_renders_exactly_what_the_api_returns() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (member, _) = app.user(&owner, "member", &[]).await?;
+    let (other, _) = app.user(&owner, "other", &[]).await?;
+    let ws = running(&app, &owner, &member).await?;
+    let mine = subject_of(&app, &member).await?;
+
+    let row = resolve::workspace_by_name(&app.state, &mine, "me", "dev", Action::Read).await?;
+    let view = views::workspace(&app.state, row).await?;
+    let api = member.workspace(ws.id).await?;
+    assert_eq!(serde_json::to_value(&view)?, serde_json::to_value(&api)?);
+
+    let (build, _) = resolve::build_by_number(&app.state, &mine, "member", "dev", 1).await?;
+    assert_eq!(
+        serde_json::to_value(views::build(&app.state, build).await?)?,
+        serde_json::to_value(member.workspace_build(ws.latest_build.id).await?)?
+    );
+
+    let stranger = subject_of(&app, &other).await?;
+    for found in [
+        resolve::workspace_by_name(&app.state, &stranger, "member", "dev", Action::Read)
+            .await
+            .map(|_| ()),
+        resolve::workspace(&app.state, &stranger, ws.id, Action::Read, false)
+            .await
+            .map(|_| ()),
+        resolve::build(&app.state, &stranger, ws.latest_build.id)
+            .await
+            .map(|_| ()),
+    ] {
+        assert!(matches!(found, Err(Error::NotFound)), "{found:?}");
+    }
+    let (ids, count) = search::workspaces(&app.state, &stranger, "", 10, 0).await?;
+    assert_eq!(
+        (ids.len(), count),
+        (0, 0),
+        "lists show only what one may see"
+    );
+    let (ids, count) = search::workspaces(&app.state, &mine, "owner:me dev", 10, 0).await?;
+    assert_eq!((ids, count), (vec![ws.id], 1));
+    let bad = search::workspaces(&app.state, &mine, "colour:blue", 10, 0)
+        .await
+        .expect_err("unknown filter");
+    assert!(matches!(bad, Error::BadRequest { .. }), "{bad:?}");
+
+    let template = resolve::template(&app.state, &mine, ws.template_id).await?;
+    let version = resolve::version(&app.state, &mine, template.active_version_id).await?;
+    assert_eq!(
+        serde_json::to_value(views::version(&app.state, version).await?)?,
+        serde_json::to_value(member.template_version(template.active_version_id).await?)?
+    );
+
+    let refused = session::authenticate(&app.state, "not-a-token")
+        .await
+        .expect_err("garbage");
+    assert!(matches!(refused, Error::Unauthorized { .. }), "{refused:?}");
     Ok(())
 }

@@ -1,0 +1,227 @@
+//! The SDK views of workspaces, builds, templates and versions, rendered in bulk (a handful
+//! of queries per page, however many rows): what the API returns and the dashboard shows.
+
+use std::collections::{HashMap, HashSet};
+
+use codersdk::templates::{MinimalUser, Template, TemplateVersion};
+use codersdk::workspaces::{Workspace, WorkspaceBuild, WorkspaceHealth, WorkspaceStatus};
+use uuid::Uuid;
+
+use super::render::{build_status, resources};
+use super::{Error, Result, jobs};
+use crate::state::AppState;
+use crate::store::{
+    BuildRow, DaemonRow, JobRow, ResourceTree, TemplateRow, TemplateVersionRow, WorkspaceRow,
+};
+
+/// Everything needed to render builds in bulk: their jobs, resources and the daemons.
+struct BuildContext {
+    jobs: HashMap<Uuid, JobRow>,
+    resources: HashMap<Uuid, Vec<ResourceTree>>,
+    daemons: Vec<DaemonRow>,
+}
+
+async fn build_context(state: &AppState, builds: &[BuildRow]) -> Result<BuildContext> {
+    let job_ids: Vec<Uuid> = builds.iter().map(|b| b.job_id).collect();
+    let jobs = state.store.jobs_by_ids(&job_ids).await?;
+    let trees = state.store.resources_of_jobs(&job_ids).await?;
+    let mut resources: HashMap<Uuid, Vec<ResourceTree>> = HashMap::new();
+    for tree in trees {
+        resources
+            .entry(tree.resource.job_id)
+            .or_default()
+            .push(tree);
+    }
+    let orgs: HashSet<Uuid> = jobs.iter().map(|j| j.organization_id).collect();
+    let daemons = if orgs.len() == 1 {
+        state
+            .store
+            .daemons(orgs.iter().next().copied(), None)
+            .await?
+    } else {
+        state.store.daemons(None, None).await?
+    };
+    Ok(BuildContext {
+        jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
+        resources,
+        daemons,
+    })
+}
+
+async fn build_view(
+    state: &AppState,
+    row: BuildRow,
+    ctx: &mut BuildContext,
+) -> Result<WorkspaceBuild> {
+    let job = ctx
+        .jobs
+        .get(&row.job_id)
+        .cloned()
+        .ok_or_else(|| Error::internal(format!("build {} has no job", row.id)))?;
+    let rendered = jobs::render(state, &job, &ctx.daemons).await?;
+    let (_, matched) = jobs::matched(state, &job, &ctx.daemons);
+    let status = build_status(&row.transition, rendered.status);
+    Ok(WorkspaceBuild {
+        id: row.id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        workspace_id: row.workspace_id,
+        workspace_name: row.workspace_name,
+        workspace_owner_id: row.workspace_owner_id,
+        workspace_owner_name: row.owner_username,
+        workspace_owner_avatar_url: row.owner_avatar_url,
+        template_version_id: row.template_version_id,
+        template_version_name: row.template_version_name,
+        build_number: row.build_number,
+        transition: row.transition,
+        initiator_id: row.initiator_id,
+        initiator_name: row.initiator_username,
+        job: rendered,
+        reason: row.reason,
+        resources: resources(ctx.resources.remove(&row.job_id).unwrap_or_default()),
+        deadline: row.deadline,
+        max_deadline: row.max_deadline,
+        status,
+        daily_cost: row.daily_cost,
+        matched_provisioners: Some(matched),
+    })
+}
+
+pub async fn builds(state: &AppState, rows: Vec<BuildRow>) -> Result<Vec<WorkspaceBuild>> {
+    let mut ctx = build_context(state, &rows).await?;
+    let mut builds = Vec::with_capacity(rows.len());
+    for row in rows {
+        builds.push(build_view(state, row, &mut ctx).await?);
+    }
+    Ok(builds)
+}
+
+fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace {
+    let failing_agents: Vec<Uuid> = latest_build
+        .resources
+        .iter()
+        .flat_map(|r| &r.agents)
+        .filter(|a| !a.health.healthy && latest_build.status == WorkspaceStatus::Running)
+        .map(|a| a.id)
+        .collect();
+    Workspace {
+        id: row.id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        owner_id: row.owner_id,
+        owner_name: row.owner_username,
+        owner_avatar_url: row.owner_avatar_url,
+        organization_id: row.organization_id,
+        organization_name: row.organization_name,
+        template_id: row.template_id,
+        template_name: row.template_name,
+        template_display_name: row.template_display_name,
+        template_icon: row.template_icon,
+        template_allow_user_cancel_workspace_jobs: row.template_allow_user_cancel_workspace_jobs,
+        template_active_version_id: row.template_active_version_id,
+        template_require_active_version: false,
+        outdated: latest_build.template_version_id != row.template_active_version_id,
+        latest_build,
+        name: row.name,
+        autostart_schedule: row.autostart_schedule,
+        ttl_ms: row.ttl_ms,
+        last_used_at: row.last_used_at,
+        deleting_at: None,
+        dormant_at: None,
+        health: WorkspaceHealth {
+            healthy: failing_agents.is_empty(),
+            failing_agents,
+        },
+        automatic_updates: row.automatic_updates,
+        allow_renames: false,
+        favorite: false,
+    }
+}
+
+/// Renders workspaces with their latest builds, in bulk.
+pub async fn workspaces(state: &AppState, rows: Vec<WorkspaceRow>) -> Result<Vec<Workspace>> {
+    let ids: Vec<Uuid> = rows.iter().map(|w| w.id).collect();
+    let latest = state.store.latest_builds(&ids).await?;
+    let mut builds: HashMap<Uuid, WorkspaceBuild> = builds(state, latest)
+        .await?
+        .into_iter()
+        .map(|b| (b.workspace_id, b))
+        .collect();
+    rows.into_iter()
+        .map(|row| {
+            let build = builds
+                .remove(&row.id)
+                .ok_or_else(|| Error::internal(format!("workspace {} has no build", row.id)))?;
+            Ok(workspace_view(row, build))
+        })
+        .collect()
+}
+
+/// One build, rendered.
+pub async fn build(state: &AppState, row: BuildRow) -> Result<WorkspaceBuild> {
+    builds(state, vec![row])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::internal("a rendered build vanished"))
+}
+
+/// One workspace with its latest build, rendered.
+pub async fn workspace(state: &AppState, row: WorkspaceRow) -> Result<Workspace> {
+    workspaces(state, vec![row])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::internal("a rendered workspace vanished"))
+}
+
+pub fn template(state: &AppState, row: TemplateRow) -> Template {
+    Template {
+        active_user_count: state.template_usage.active_users(row.id),
+        id: row.id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        organization_id: row.organization_id,
+        organization_name: row.organization_name,
+        organization_display_name: row.organization_display_name,
+        organization_icon: row.organization_icon,
+        name: row.name,
+        display_name: row.display_name,
+        provisioner: row.provisioner,
+        active_version_id: row.active_version_id,
+        description: row.description,
+        deprecated: !row.deprecated.is_empty(),
+        deprecation_message: row.deprecated,
+        icon: row.icon,
+        default_ttl_ms: row.default_ttl_ms,
+        created_by_id: row.created_by,
+        created_by_name: row.created_by_username,
+        allow_user_cancel_workspace_jobs: row.allow_user_cancel_workspace_jobs,
+        allow_user_autostart: true,
+        allow_user_autostop: true,
+        require_active_version: false,
+    }
+}
+
+pub async fn version(state: &AppState, row: TemplateVersionRow) -> Result<TemplateVersion> {
+    let job = state.store.job_by_id(row.job_id).await?;
+    let (rendered, matched) = jobs::render_one(state, &job).await?;
+    Ok(TemplateVersion {
+        id: row.id,
+        template_id: row.template_id,
+        organization_id: row.organization_id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        name: row.name,
+        message: row.message,
+        job: rendered,
+        readme: row.readme,
+        created_by: MinimalUser {
+            id: row.created_by,
+            username: row.created_by_username,
+            avatar_url: row.created_by_avatar_url,
+            name: row.created_by_name,
+        },
+        archived: row.archived,
+        warnings: Vec::new(),
+        matched_provisioners: Some(matched),
+    })
+}
