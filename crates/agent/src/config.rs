@@ -105,6 +105,8 @@ pub struct Timings {
     pub stats_interval: Duration,
     /// How long shutdown waits for the final lifecycle state and logs to reach coderd.
     pub final_report_timeout: Duration,
+    /// How long a reconnecting PTY (web terminal) outlives its last client.
+    pub pty_timeout: Duration,
 }
 
 impl Default for Timings {
@@ -116,6 +118,7 @@ impl Default for Timings {
             metadata_report_interval: Duration::from_secs(1),
             stats_interval: Duration::from_secs(30),
             final_report_timeout: Duration::from_secs(10),
+            pty_timeout: Duration::from_secs(5 * 60),
         }
     }
 }

@@ -10,6 +10,7 @@ mod lifecycle;
 mod login;
 mod metadata;
 mod process;
+mod pty;
 mod reporter;
 mod rpc;
 mod scripts;
@@ -60,6 +61,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Agen
     let services = Arc::new(streams::Services {
         stats: stats.clone(),
         logins: login::Logins::new(config.clone(), sessions.clone()),
+        terminals: Arc::new(pty::Terminals::new(timings.pty_timeout)),
     });
     tracing::info!(url = %config.url, version = %config.version, "starting the workspace agent");
 

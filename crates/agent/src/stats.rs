@@ -44,6 +44,7 @@ pub(crate) enum SessionKind {
     Ssh,
     Vscode,
     Jetbrains,
+    ReconnectingPty,
 }
 
 /// What a report claimed, committed once coderd has it.
@@ -164,6 +165,7 @@ impl Stats {
                 SessionKind::Ssh => &mut report.session_count_ssh,
                 SessionKind::Vscode => &mut report.session_count_vscode,
                 SessionKind::Jetbrains => &mut report.session_count_jetbrains,
+                SessionKind::ReconnectingPty => &mut report.session_count_reconnecting_pty,
             } = count;
         }
         let claim = Claim {
@@ -279,6 +281,7 @@ mod tests {
         drop(stats.session(SessionKind::Ssh));
         let editor = stats.session(SessionKind::Vscode);
         let later = stats.session(SessionKind::Ssh);
+        let terminal = stats.session(SessionKind::ReconnectingPty);
         stats.report_once(&peer).await;
         let first = last_report(&peer)?;
         assert_eq!(
@@ -288,16 +291,19 @@ mod tests {
                 first.session_count_jetbrains,
                 first.session_count_reconnecting_pty
             ),
-            (3, 1, 0, 0)
+            (3, 1, 0, 1)
         );
         assert_eq!(first.connection_count, 0, "sessions are not connections");
         drop((shell, editor));
         stats.report_once(&peer).await;
-        assert_eq!(last_report(&peer)?.sessions(), 3, "alive in this interval");
+        assert_eq!(last_report(&peer)?.sessions(), 4, "alive in this interval");
         stats.report_once(&peer).await;
         let last = last_report(&peer)?;
-        assert_eq!((last.sessions(), last.session_count_ssh), (1, 1));
-        drop(later);
+        assert_eq!(
+            (last.session_count_ssh, last.session_count_reconnecting_pty),
+            (1, 1)
+        );
+        drop((later, terminal));
         Ok(())
     }
 

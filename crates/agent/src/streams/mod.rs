@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_yamux::StreamHandle;
 
 use crate::login::Logins;
+use crate::pty::Terminals;
 use crate::stats::Stats;
 
 const BUFFER: usize = 32 * 1024;
@@ -27,6 +28,7 @@ const BUFFER: usize = 32 * 1024;
 pub(crate) struct Services {
     pub(crate) stats: Arc<Stats>,
     pub(crate) logins: Logins,
+    pub(crate) terminals: Arc<Terminals>,
 }
 
 /// Serves the streams coderd opens until the connection ends.
@@ -52,10 +54,18 @@ pub(crate) async fn serve(
             StreamHeader::Ssh => {
                 tokio::spawn(crate::ssh::serve(stream, services.clone()));
             }
-            StreamHeader::Pty { .. } => {
-                tokio::spawn(refuse(
+            StreamHeader::Pty {
+                id,
+                width,
+                height,
+                command,
+            } => {
+                tokio::spawn(crate::pty::attach(
                     stream,
-                    "this workspace agent has no terminals yet".into(),
+                    services.terminals.clone(),
+                    (id, width, height, command),
+                    services.logins.clone(),
+                    stats.clone(),
                 ));
             }
             StreamHeader::Rpc(_) => {

@@ -13,6 +13,8 @@ use url::Url;
 use uuid::Uuid;
 
 pub const TOKEN: &str = "agent-token-1";
+/// How long a reconnecting PTY outlives its last client in the tests (5 minutes in Coder).
+pub const PTY_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub struct TestAgent {
     pub dir: tempfile::TempDir,
@@ -57,6 +59,7 @@ pub fn config(url: &Url, token: TokenSource) -> anyhow::Result<(Config, tempfile
         metadata_report_interval: Duration::from_millis(200),
         stats_interval: Duration::from_secs(1),
         final_report_timeout: Duration::from_secs(5),
+        pty_timeout: PTY_TIMEOUT,
     };
     Ok((config, dir))
 }
@@ -181,4 +184,13 @@ pub async fn echo_server() -> anyhow::Result<u16> {
         }
     });
     Ok(port)
+}
+
+/// A fake coderd and an agent connected to it (its lifecycle reported).
+pub async fn ready_agent() -> anyhow::Result<(crate::peer::Peer, TestAgent)> {
+    let peer = crate::peer::Peer::start(TOKEN, manifest(vec![])).await?;
+    let agent = TestAgent::connect(&peer.url)?;
+    peer.wait_for("a connected agent", |p| !p.lifecycle().is_empty())
+        .await?;
+    Ok((peer, agent))
 }

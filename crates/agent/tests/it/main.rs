@@ -6,5 +6,6 @@ mod harness;
 mod lifecycle;
 mod metadata;
 mod peer;
+mod pty;
 mod ssh;
 mod streams;

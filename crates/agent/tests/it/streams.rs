@@ -8,18 +8,9 @@ use codersdk::agentsdk::{self, ListeningPorts, StreamHeader, StreamOpen};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio_yamux::StreamHandle;
 
-use crate::harness::{TOKEN, TestAgent, echo_server, manifest};
-use crate::peer::Peer;
+use crate::harness::{echo_server, ready_agent};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-async fn ready_agent() -> anyhow::Result<(Peer, TestAgent)> {
-    let peer = Peer::start(TOKEN, manifest(vec![])).await?;
-    let agent = TestAgent::connect(&peer.url)?;
-    peer.wait_for("a connected agent", |p| !p.lifecycle().is_empty())
-        .await?;
-    Ok((peer, agent))
-}
 
 /// A port nothing listens on (bound, then released).
 fn closed_port() -> anyhow::Result<u16> {
