@@ -86,19 +86,31 @@ pub struct Agent {
     /// Position among the resource's agents in the UI.
     pub order: i64,
     pub resources_monitoring: ResourcesMonitoring,
-    /// Scope of the API key the agent hands to the workspace.
-    pub api_key_scope: AgentApiKeyScope,
+    /// Scope of the API key the agent hands to the workspace (`all` or `no_user_data`), as
+    /// the template wrote it: empty when the provider predates the attribute (coderd reads
+    /// that as `all`).
+    pub api_key_scope: String,
+    /// Dev containers the agent should start (`coder_devcontainer`), each with its sub-agent.
+    pub devcontainers: Vec<Devcontainer>,
 }
 
-/// What the API key an agent hands to its workspace may do.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentApiKeyScope {
-    /// Everything the workspace owner may do.
-    #[default]
-    All,
-    /// Workspace operations only, no access to the owner's user data.
-    NoUserData,
+/// A `coder_devcontainer`: a dev container the agent starts, with a sub-agent inside it that
+/// runs the apps, scripts and environment variables attached to `subagent_id`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Devcontainer {
+    /// Terraform's id of the `coder_devcontainer`; empty at plan time.
+    pub id: String,
+    /// The resource's name (`repo` in `coder_devcontainer.repo`).
+    pub name: String,
+    pub workspace_folder: String,
+    /// Path of `devcontainer.json`; empty for the default location.
+    pub config_path: String,
+    /// Id of the sub-agent inside the container; empty at plan time.
+    pub subagent_id: String,
+    pub apps: Vec<App>,
+    pub scripts: Vec<Script>,
+    pub envs: Vec<Env>,
 }
 
 /// The credential an agent authenticates with.
@@ -197,6 +209,32 @@ pub struct Script {
     pub timeout_seconds: i32,
     /// File the agent writes the script's output to.
     pub log_path: String,
+    /// Terraform address of the `coder_script` (`module.m.coder_script.x[0]`); empty for
+    /// scripts made from an agent's `startup_script`/`shutdown_script`.
+    pub resource_address: String,
+    /// Scripts of the same agent and phase this one waits for (`coder_script_order`),
+    /// sorted by address.
+    pub dependencies: Vec<ScriptDependency>,
+}
+
+/// One prerequisite of a script.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScriptDependency {
+    /// `resource_address` of the script waited for.
+    pub prerequisite_resource_address: String,
+    pub requirement: ScriptRequirement,
+}
+
+/// What a script needs from a prerequisite before it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptRequirement {
+    /// It succeeded; otherwise (failed, timed out, skipped) the dependant is skipped.
+    #[default]
+    Success,
+    /// It ended, whatever the outcome.
+    Completion,
 }
 
 /// An environment variable a `coder_env` resource sets on an agent.
@@ -346,6 +384,89 @@ pub enum ParameterFormType {
     TagSelect,
     #[serde(rename = "multi-select")]
     MultiSelect,
+}
+
+/// A `coder_workspace_preset`: parameter values users may pick together, and the prebuilt
+/// workspaces Coder keeps ready for them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Preset {
+    pub name: String,
+    /// By parameter name. Names the template does not declare are kept (a preset may outlive
+    /// a parameter); the converter warns about them.
+    pub parameters: Vec<PresetParameter>,
+    /// Absent when the preset has no `prebuilds` block.
+    pub prebuild: Option<Prebuild>,
+    /// Selected by default when creating a workspace (at most one preset per template).
+    pub default: bool,
+    pub description: String,
+    pub icon: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PresetParameter {
+    pub name: String,
+    pub value: String,
+}
+
+/// How many prebuilt workspaces to keep for a preset, and when.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Prebuild {
+    /// Workspaces to keep when no schedule applies.
+    pub instances: i32,
+    pub expiration_policy: Option<ExpirationPolicy>,
+    pub scheduling: Option<Scheduling>,
+}
+
+/// Unclaimed prebuilds older than `ttl` seconds are replaced; 0 never.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExpirationPolicy {
+    pub ttl: i32,
+}
+
+/// Instances per schedule: while a schedule's cron matches, its `instances` apply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scheduling {
+    /// IANA zone the crons are read in.
+    pub timezone: String,
+    pub schedule: Vec<Schedule>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Schedule {
+    /// `* HOUR DOM MONTH DOW` (whole hours).
+    pub cron: String,
+    pub instances: i32,
+}
+
+/// A `coder_ai_task`: the template runs Coder Tasks, with `app_id` as their interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AiTask {
+    /// Terraform's id of the `coder_ai_task` (the task's id in a task build); empty at plan
+    /// time.
+    pub id: String,
+    /// Id of the `coder_app` (from `app_id`, or the deprecated `sidebar_app`).
+    pub app_id: String,
+}
+
+/// What a template declares besides resources and parameters, for the API parts that act on
+/// it: presets (and their prebuilds), AI tasks and external agents.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TemplateFeatures {
+    pub presets: Vec<Preset>,
+    /// The `coder_ai_task` resources that will exist after this plan or apply.
+    pub ai_tasks: Vec<AiTask>,
+    /// The template declares a `coder_ai_task`, even one with `count = 0` in this plan.
+    pub has_ai_tasks: bool,
+    /// The template declares a `coder_external_agent`.
+    pub has_external_agents: bool,
 }
 
 /// An external auth provider (`data "coder_external_auth"`) the template needs a token for.

@@ -24,7 +24,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::proto::{ExternalAuthProviderResource, Resource, RichParameter};
+use crate::proto::{ExternalAuthProviderResource, Resource, RichParameter, TemplateFeatures};
 
 /// Major.minor; a daemon and coderd with different majors refuse each other.
 pub const PROTOCOL_VERSION: &str = "1.0";
@@ -319,6 +319,9 @@ pub enum JobResult {
         readme: String,
         #[serde(default)]
         timings: Vec<Timing>,
+        /// Presets, AI tasks and external agents of the start plan.
+        #[serde(flatten)]
+        features: TemplateFeatures,
     },
     WorkspaceBuild {
         #[serde(with = "base64_bytes", default)]
@@ -327,6 +330,9 @@ pub enum JobResult {
         resources: Vec<Resource>,
         #[serde(default)]
         timings: Vec<Timing>,
+        /// AI tasks and external agents of the applied state (presets stay empty).
+        #[serde(flatten)]
+        features: TemplateFeatures,
     },
 }
 
@@ -445,5 +451,47 @@ mod tests {
             serde_json::from_str::<DaemonMessage>(&json).expect("parse"),
             fail
         );
+    }
+
+    #[test]
+    fn template_features_travel_flat_and_may_be_absent() {
+        use crate::proto::{AiTask, Preset};
+        let result = JobResult::TemplateImport {
+            start_resources: vec![],
+            stop_resources: vec![],
+            rich_parameters: vec![],
+            external_auth_providers: vec![],
+            variables: vec![],
+            readme: String::new(),
+            timings: vec![],
+            features: TemplateFeatures {
+                presets: vec![Preset {
+                    name: "fast".into(),
+                    default: true,
+                    ..Preset::default()
+                }],
+                ai_tasks: vec![AiTask {
+                    id: "t".into(),
+                    app_id: "a".into(),
+                }],
+                has_ai_tasks: true,
+                has_external_agents: false,
+            },
+        };
+        let json = serde_json::to_value(&result).expect("serialize");
+        assert_eq!(json["presets"][0]["name"], "fast");
+        assert_eq!(json["has_ai_tasks"], true);
+        assert_eq!(
+            serde_json::from_value::<JobResult>(json).expect("parse"),
+            result
+        );
+        // A daemon from before these facts sends none of them.
+        let old: JobResult =
+            serde_json::from_str(r#"{"type":"workspace_build","state":"","resources":[]}"#)
+                .expect("parse");
+        assert!(matches!(
+            old,
+            JobResult::WorkspaceBuild { features, .. } if features == TemplateFeatures::default()
+        ));
     }
 }

@@ -14,6 +14,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use codersdk::proto::TemplateFeatures;
 use codersdk::provisionerd::{
     AcquiredJob, JobFailure, JobKind, JobResult, LogLevel, Metadata, RichParameterValue,
     TemplateVariable, Timing, Transition, VariableValue,
@@ -90,6 +91,7 @@ pub(crate) async fn run(
                     state: Vec::new(),
                     resources: Vec::new(),
                     timings: Vec::new(),
+                    features: TemplateFeatures::default(),
                 });
             }
             let build = Build {
@@ -200,6 +202,14 @@ impl Session<'_> {
             DETECT_STOP,
             converted("converting the stop plan", &stop_plan, &graph),
         )?;
+        self.warn(DETECT_START, &start.warnings);
+        // The stop plan mostly repeats the start plan's warnings.
+        let new: Vec<String> = stop
+            .warnings
+            .into_iter()
+            .filter(|w| !start.warnings.contains(w))
+            .collect();
+        self.warn(DETECT_STOP, &new);
 
         Ok(JobResult::TemplateImport {
             start_resources: start.resources,
@@ -209,7 +219,15 @@ impl Session<'_> {
             variables: declared,
             readme,
             timings: std::mem::take(&mut self.runner.timings),
+            features: start.features,
         })
+    }
+
+    /// Shows the converter's warnings in the job's logs.
+    fn warn(&self, stage: &str, warnings: &[String]) {
+        for warning in warnings {
+            self.runner.logs.log(LogLevel::Warn, stage, warning);
+        }
     }
 
     async fn build(&mut self, build: &Build<'_>, applied: &mut bool) -> StageResult<JobResult> {
@@ -233,7 +251,8 @@ impl Session<'_> {
             .await?;
         let graph = at(PLAN, self.graph(&env, PLAN).await)?;
         // Template mistakes (agent names, app slugs, ...) stop the build before anything changes.
-        at(PLAN, converted("converting the plan", &plan, &graph))?;
+        let planned = at(PLAN, converted("converting the plan", &plan, &graph))?;
+        self.warn(PLAN, &planned.warnings);
 
         *applied = true;
         let apply = Command {
@@ -262,10 +281,14 @@ impl Session<'_> {
             converted("converting the state", &state_json, &graph),
         )?;
         let state = at(apply_stage, self.read_state().await)?;
+        let mut features = converted.features;
+        // Presets matter to template versions, not to builds.
+        features.presets.clear();
         Ok(JobResult::WorkspaceBuild {
             state,
             resources: converted.resources,
             timings: std::mem::take(&mut self.runner.timings),
+            features,
         })
     }
 

@@ -396,6 +396,7 @@ fn completion_of(result: JobResult) -> (Completion, Vec<codersdk::provisionerd::
             variables,
             readme,
             timings,
+            ..
         } => (
             Completion::Import {
                 result: ImportResult {
@@ -414,6 +415,7 @@ fn completion_of(result: JobResult) -> (Completion, Vec<codersdk::provisionerd::
             state,
             resources,
             timings,
+            ..
         } => (Completion::Build { state, resources }, timings),
     }
 }

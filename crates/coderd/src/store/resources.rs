@@ -221,7 +221,12 @@ async fn insert_agent(
         agent.troubleshooting_url,
         agent.motd_file,
         &display_apps(&agent.display_apps),
-        enum_str(&agent.api_key_scope, "all"),
+        // Providers before the attribute existed gave agents full scope.
+        if agent.api_key_scope.is_empty() {
+            "all"
+        } else {
+            agent.api_key_scope.as_str()
+        },
         agent.order,
         spec,
         now

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use codersdk::proto::{
-    Agent, AgentApiKeyScope, AgentAuth, AgentMetadata, DisplayApps, MemoryResourceMonitor,
-    ResourcesMonitoring, Script, VolumeResourceMonitor,
+    Agent, AgentAuth, AgentMetadata, DisplayApps, MemoryResourceMonitor, ResourcesMonitoring,
+    Script, VolumeResourceMonitor,
 };
 
 use super::ConvertError;
@@ -31,11 +31,15 @@ const SHUTDOWN_SCRIPT_ICON: &str = "/emojis/25c0.png";
 const SHUTDOWN_SCRIPT_LOG: &str = "coder-shutdown-script.log";
 
 /// Labels of the resources an agent or a metadata resource can attach to: managed resources
-/// that are not Coder's own.
+/// that are not Coder's own, and `coder_external_agent`, which stands for a machine outside
+/// the template.
 pub(crate) fn host_labels(resources: &[TfResource]) -> HashSet<&str> {
     resources
         .iter()
-        .filter(|r| r.mode == Mode::Managed && !r.kind.starts_with("coder_"))
+        .filter(|r| {
+            r.mode == Mode::Managed
+                && (!r.kind.starts_with("coder_") || r.kind == "coder_external_agent")
+        })
         .map(|r| r.label.as_str())
         .collect()
 }
@@ -184,7 +188,9 @@ fn decode(resource: &TfResource) -> Result<Agent, ConvertError> {
         extra_envs: Vec::new(),
         order: attrs.int("order")?,
         resources_monitoring: resources_monitoring(&attrs)?,
-        api_key_scope: api_key_scope(&attrs)?,
+        // Passed on as written: coderd decides what an empty scope (older providers) means.
+        api_key_scope: attrs.string("api_key_scope")?,
+        devcontainers: Vec::new(),
     })
 }
 
@@ -216,18 +222,6 @@ fn resources_monitoring(attrs: &Attrs<'_>) -> Result<ResourcesMonitoring, Conver
         }
     }
     Ok(monitoring)
-}
-
-/// Providers before the attribute existed gave agents full scope, which is also its default.
-fn api_key_scope(attrs: &Attrs<'_>) -> Result<AgentApiKeyScope, ConvertError> {
-    attrs.choice(
-        "api_key_scope",
-        &[
-            ("", AgentApiKeyScope::All),
-            ("all", AgentApiKeyScope::All),
-            ("no_user_data", AgentApiKeyScope::NoUserData),
-        ],
-    )
 }
 
 /// Gives agents that authenticate by instance identity the id a `coder_agent_instance` names.

@@ -68,7 +68,7 @@ pub(crate) fn attach_children(
     )
 }
 
-fn decode_env(_: &TfResource, attrs: &Attrs<'_>) -> Result<Env, ConvertError> {
+pub(crate) fn decode_env(_: &TfResource, attrs: &Attrs<'_>) -> Result<Env, ConvertError> {
     Ok(Env {
         name: attrs.string("name")?,
         value: attrs.string("value")?,
@@ -86,7 +86,10 @@ fn decode_env(_: &TfResource, attrs: &Attrs<'_>) -> Result<Env, ConvertError> {
     })
 }
 
-fn decode_script(_: &TfResource, attrs: &Attrs<'_>) -> Result<Script, ConvertError> {
+pub(crate) fn decode_script(
+    resource: &TfResource,
+    attrs: &Attrs<'_>,
+) -> Result<Script, ConvertError> {
     Ok(Script {
         display_name: attrs.string("display_name")?,
         icon: attrs.string("icon")?,
@@ -97,6 +100,8 @@ fn decode_script(_: &TfResource, attrs: &Attrs<'_>) -> Result<Script, ConvertErr
         run_on_stop: attrs.bool("run_on_stop")?,
         timeout_seconds: attrs.int("timeout")?,
         log_path: attrs.string("log_path")?,
+        resource_address: resource.address.clone(),
+        dependencies: Vec::new(),
     })
 }
 
@@ -124,12 +129,12 @@ fn attach_each<T: Clone>(
 
 fn belongs_to(graph: &Graph, placed: &PlacedAgent, resource: &TfResource, agent_id: &str) -> bool {
     if placed.agent.id.is_empty() && agent_id.is_empty() {
-        return graph.has_edge(&resource.label, &placed.label);
+        return graph.depends_on(&resource.label, &placed.label);
     }
     placed.agent.id == agent_id
 }
 
-fn decode_app(resource: &TfResource, attrs: &Attrs<'_>) -> Result<App, ConvertError> {
+pub(crate) fn decode_app(resource: &TfResource, attrs: &Attrs<'_>) -> Result<App, ConvertError> {
     // Old templates may lack a slug; the resource name stands in.
     let mut slug = attrs.string("slug")?;
     if slug.is_empty() {

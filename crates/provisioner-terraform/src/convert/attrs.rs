@@ -118,6 +118,22 @@ impl<'a> Attrs<'a> {
         self.blocks(key)?.into_iter().map(read).collect()
     }
 
+    /// A `list(string)`; `null` entries read as empty strings.
+    pub(crate) fn strings(&self, key: &str) -> Result<Vec<String>, ConvertError> {
+        match self.present(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Null => Ok(String::new()),
+                    _ => Err(self.wrong(key, "a list of strings")),
+                })
+                .collect(),
+            Some(_) => Err(self.wrong(key, "a list of strings")),
+        }
+    }
+
     /// A `map(string)`; `null` entries read as empty strings.
     pub(crate) fn string_map(&self, key: &str) -> Result<BTreeMap<String, String>, ConvertError> {
         match self.present(key) {
@@ -190,6 +206,8 @@ mod tests {
             assert!(a.blocks("l").is_err());
             assert!(a.blocks("m").is_err());
             assert!(a.string_map("m").is_err());
+            assert!(a.strings("l").is_err());
+            assert!(a.strings("s").is_err());
             assert!(a.int::<i32>("b").is_err());
         });
     }

@@ -101,12 +101,26 @@ impl Graph {
         best.map(|(_, label)| label)
     }
 
-    /// Whether a node labelled `from` has an edge straight to a node labelled `to`.
-    pub(crate) fn has_edge(&self, from: &str, to: &str) -> bool {
+    /// Whether a node labelled `from` depends on a node labelled `to`, straight or through
+    /// unlabelled nodes only (variables, locals, outputs and module boundaries): how a resource
+    /// inside a module names an agent passed in as a variable. Another resource on the way
+    /// stops the walk.
+    pub(crate) fn depends_on(&self, from: &str, to: &str) -> bool {
         let targets = self.nodes_labelled(to);
-        self.nodes_labelled(from)
-            .iter()
-            .any(|&node| self.dependencies[node].iter().any(|t| targets.contains(t)))
+        let mut seen = vec![false; self.labels.len()];
+        let mut queue: VecDeque<usize> = self.nodes_labelled(from).iter().copied().collect();
+        while let Some(node) = queue.pop_front() {
+            for &next in &self.dependencies[node] {
+                if targets.contains(&next) {
+                    return true;
+                }
+                if !seen[next] && self.labels[next].is_none() {
+                    seen[next] = true;
+                    queue.push_back(next);
+                }
+            }
+        }
+        false
     }
 }
 
@@ -178,14 +192,19 @@ mod tests {
     }
 
     #[test]
-    fn finds_direct_edges_by_label() {
+    fn finds_edges_by_label_through_unlabelled_nodes_only() {
         let g = graph(
             "digraph { app [label=\"coder_app.a\"] ag [label=\"coder_agent.x\"] v app -> v -> ag }",
         );
-        assert!(!g.has_edge("coder_app.a", "coder_agent.x"));
+        assert!(g.depends_on("coder_app.a", "coder_agent.x"));
+        let g = graph(
+            "digraph { app [label=\"coder_app.a\"] ag [label=\"coder_agent.x\"]
+                       r [label=\"null_resource.r\"] app -> r -> ag }",
+        );
+        assert!(!g.depends_on("coder_app.a", "coder_agent.x"));
         let g =
             graph("digraph { app [label=\"coder_app.a\"] ag [label=\"coder_agent.x\"] app -> ag }");
-        assert!(g.has_edge("coder_app.a", "coder_agent.x"));
-        assert!(!g.has_edge("coder_agent.x", "coder_app.a"));
+        assert!(g.depends_on("coder_app.a", "coder_agent.x"));
+        assert!(!g.depends_on("coder_agent.x", "coder_app.a"));
     }
 }

@@ -10,8 +10,12 @@
 //! 2. Validate and read each `coder_agent`, and place it in the nearest managed, non-`coder_*`
 //!    resource that depends on it (`agents`). An agent no such resource depends on is dropped.
 //! 3. Attach `coder_app`, `coder_env` and `coder_script` to their agent (`apps`).
-//! 4. Attach each `coder_metadata` to the nearest resource it depends on (`metadata`).
-//! 5. List the resources, and read parameters and external auth providers (`parameters`).
+//! 4. Attach `coder_devcontainer` to their agent, with the apps, envs and scripts of their
+//!    sub-agent (`devcontainers`), then order scripts by `coder_script_order` rules
+//!    (`script_order`).
+//! 5. Attach each `coder_metadata` to the nearest resource it depends on (`metadata`).
+//! 6. List the resources, and read parameters and external auth providers (`parameters`),
+//!    presets, AI tasks and external agents (`features`).
 //!
 //! Output order is the order of the show document, children before parents; Coder's own order is
 //! arbitrary except for parameters, which keep declaration order.
@@ -19,16 +23,20 @@
 mod agents;
 mod apps;
 mod attrs;
+mod devcontainers;
 mod dot;
+mod features;
 mod graph;
 mod metadata;
 mod parameters;
+mod script_order;
 mod show;
 
-use codersdk::proto::{ExternalAuthProviderResource, Resource, RichParameter};
+use codersdk::proto::{ExternalAuthProviderResource, Resource, RichParameter, TemplateFeatures};
 use serde::{Deserialize, Serialize};
 
 pub use dot::DotError;
+pub use script_order::{Field, RuleProblem, ScriptOrderError, SelectorError, Sighting};
 
 use self::graph::Graph;
 use self::show::Mode;
@@ -49,6 +57,11 @@ pub struct Converted {
     pub resources: Vec<Resource>,
     pub parameters: Vec<RichParameter>,
     pub external_auth_providers: Vec<ExternalAuthProviderResource>,
+    /// Presets, AI tasks and external agents.
+    #[serde(flatten)]
+    pub features: TemplateFeatures,
+    /// Things the template's author should hear about that do not stop the conversion.
+    pub warnings: Vec<String>,
 }
 
 /// Why a plan or state cannot be converted. Most variants are mistakes in the template and their
@@ -100,15 +113,33 @@ pub enum ConvertError {
         describe_duplicates(.names)
     )]
     DuplicateParameterNames { names: Vec<String> },
+    #[error(
+        "coder_workspace_preset names must be unique but {} multiple times",
+        describe_duplicates(.names)
+    )]
+    DuplicatePresetNames { names: Vec<String> },
+    #[error("a maximum of 1 coder_workspace_preset can be marked as default, but {count} are set")]
+    MultipleDefaultPresets { count: usize },
+    #[error(transparent)]
+    ScriptOrder(#[from] ScriptOrderError),
+}
+
+/// `"a"`, `"a" and "b"`, `"a", "b" and "c"`.
+fn join_quoted(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// `"a" appears`, `"a" and "b" appear`, `"a", "b" and "c" appear`.
 fn describe_duplicates(names: &[String]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-    match quoted.as_slice() {
-        [] => "none appear".to_owned(),
-        [one] => format!("{one} appears"),
-        [rest @ .., last] => format!("{} and {last} appear", rest.join(", ")),
+    match names.len() {
+        0 => "none appear".to_owned(),
+        1 => format!("{} appears", join_quoted(names)),
+        _ => format!("{} appear", join_quoted(names)),
     }
 }
 
@@ -123,13 +154,16 @@ const NOT_LISTED: [&str; 5] = [
 
 /// Converts a plan or a state; see the module documentation.
 pub fn convert(input: &ConvertInput<'_>) -> Result<Converted, ConvertError> {
-    let graph = Graph::new(&dot::parse(input.graph_dot)?);
+    let dot = dot::parse(input.graph_dot)?;
+    let graph = Graph::new(&dot);
     let resources = show::resources(input.show_json)?;
 
     let hosts = agents::host_labels(&resources);
     let mut agents = agents::place(&resources, &hosts, &graph)?;
     agents::apply_agent_instances(&resources, &mut agents)?;
     apps::attach_children(&resources, &graph, &mut agents)?;
+    devcontainers::attach(&resources, &graph, &mut agents)?;
+    let mut warnings = script_order::apply(&resources, &dot, &graph, &mut agents)?;
     let details = metadata::collect(&resources, &hosts, &graph)?;
 
     let listed = resources
@@ -158,9 +192,19 @@ pub fn convert(input: &ConvertInput<'_>) -> Result<Converted, ConvertError> {
         });
     }
 
+    let parameters = parameters::collect(&resources)?;
+    let labels: Vec<&str> = dot
+        .nodes
+        .iter()
+        .filter_map(|node| node.attrs.get("label").map(String::as_str))
+        .collect();
+    let (features, preset_warnings) = features::collect(&resources, &labels, &parameters)?;
+    warnings.extend(preset_warnings);
     Ok(Converted {
         resources: out,
-        parameters: parameters::collect(&resources)?,
+        parameters,
         external_auth_providers: parameters::external_auth(&resources)?,
+        features,
+        warnings,
     })
 }

@@ -1,8 +1,8 @@
 //! What the converter makes of inputs written for these tests, one rule at a time.
 
 use codersdk::proto::{
-    AgentApiKeyScope, AgentAuth, AppOpenIn, AppSharingLevel, DisplayApps, EnvMergeStrategy,
-    ParameterFormType, Resource,
+    AgentAuth, AppOpenIn, AppSharingLevel, DisplayApps, EnvMergeStrategy, ParameterFormType,
+    Resource,
 };
 use serde_json::json;
 
@@ -121,7 +121,8 @@ fn agent_attributes_and_defaults() -> TestResult {
     assert_eq!(agent.order, 4);
     assert_eq!(agent.metadata[0].interval, 10);
     assert_eq!(agent.display_apps, DisplayApps::default());
-    assert_eq!(agent.api_key_scope, AgentApiKeyScope::All);
+    // Passed on as written: a provider that predates the attribute leaves it empty.
+    assert_eq!(agent.api_key_scope, "");
     assert_eq!(
         agent
             .resources_monitoring

@@ -4,8 +4,9 @@
 //! `CODER_FIXTURES_DIR`) is converted twice, from the plan and from the state, and compared with
 //! the golden output of Coder's `ConvertState`. The fixtures are read in place, never copied.
 //!
-//! The comparison is on the keys every golden version has (`Resources`, `Parameters`,
-//! `ExternalAuthProviders`), order-insensitively except where order means something
+//! The comparison is on `Resources`, `Parameters`, `ExternalAuthProviders`, `Presets`,
+//! `AITasks`, `HasAITasks` and `HasExternalAgents` (the last four absent from older goldens,
+//! which then mean none), order-insensitively except where order means something
 //! (parameters, options, metadata items), after dropping empty values, as protobuf does.
 //!
 //! How each known gap of the fixtures (see their README) is handled:
@@ -15,14 +16,18 @@
 //! - **Missing plan golden of `resource-metadata-duplicate`**: when one golden is missing and the
 //!   other is an error, the same error is expected. This is an inference (the README calls it
 //!   probable), not a golden.
-//! - **Top-level keys that differ between Coder versions** (`Presets`, `AITasks`, `HasAITasks`,
-//!   `HasExternalAgents`, `DLPPolicies`, present in some goldens only): not compared, but each
-//!   must be empty or false where present, because the converter does not produce them; a
-//!   fixture that needs them fails here instead of passing silently.
-//! - **`api_key_scope` missing from some inputs** while the goldens say `"all"`, and
-//!   **`merge_strategy` missing from a state** while the goldens say `"replace"`: no
-//!   accommodation in the test. The converter gives attributes that older providers do not write
-//!   the provider's default, which is what the goldens show.
+//! - **`DLPPolicies`** (in some goldens only): not produced by this converter, so it must be
+//!   empty where present; a fixture that needs it fails here instead of passing silently.
+//! - **`api_key_scope` missing from some inputs** while the goldens say `"all"`: those inputs
+//!   are older versions than their goldens (the README says so). The converter passes the
+//!   attribute through as written, as Coder's does, so an agent whose input lacks it is
+//!   compared without it.
+//! - **Scripts' `resource_address`**: these goldens predate it. It is left out of the
+//!   comparison and checked separately: it is the address of a `coder_script` of the input,
+//!   or empty for the scripts made from an agent's `startup_script`/`shutdown_script`.
+//! - **`merge_strategy` missing from a state** while the goldens say `"replace"`: no
+//!   accommodation in the test. The converter gives that attribute, which older providers do
+//!   not write, the provider's default, which is what the goldens show.
 //! - **`form_type` missing from the old `rich-parameters` state**: no accommodation either; the
 //!   converter derives the form type the provider would have chosen.
 //! - **App ids**: the goldens give an app the same id in every case where its slug appears, and
@@ -190,8 +195,9 @@ fn check(case: &Path, source: Source) -> anyhow::Result<()> {
     let converted = result.context("Coder converts this, we failed")?;
 
     check_app_ids(&converted, &show_json, source)?;
+    check_script_addresses(&converted, &show_json)?;
     check_uncompared_keys(&golden)?;
-    let want = normalize(&golden_view(&golden)?, "");
+    let want = normalize(&golden_view(&golden, &show_json)?, "");
     let got = normalize(&our_view(&converted)?, "");
     if let Some(difference) = first_difference(&want, &got, "") {
         bail!(
@@ -203,6 +209,17 @@ fn check(case: &Path, source: Source) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The top-level keys of a golden that are compared with ours.
+const COMPARED: [&str; 7] = [
+    "Resources",
+    "Parameters",
+    "ExternalAuthProviders",
+    "Presets",
+    "AITasks",
+    "HasAITasks",
+    "HasExternalAgents",
+];
+
 /// Keys of the golden that are not compared must hold nothing we would have to produce.
 fn check_uncompared_keys(golden: &Value) -> anyhow::Result<()> {
     let object = golden
@@ -210,14 +227,10 @@ fn check_uncompared_keys(golden: &Value) -> anyhow::Result<()> {
         .context("golden is neither an error nor an object")?;
     for (key, value) in object {
         match key.as_str() {
-            "Resources" | "Parameters" | "ExternalAuthProviders" => {}
-            "Presets" | "AITasks" | "DLPPolicies" => ensure!(
+            key if COMPARED.contains(&key) => {}
+            "DLPPolicies" => ensure!(
                 value.as_array().is_some_and(Vec::is_empty),
                 "golden {key} is not empty, and the converter does not produce {key}"
-            ),
-            "HasAITasks" | "HasExternalAgents" => ensure!(
-                *value == Value::Bool(false),
-                "golden {key} is true, and the converter does not produce {key}"
             ),
             other => bail!("golden has a top-level key this test does not know: {other}"),
         }
@@ -264,12 +277,12 @@ fn collect_app_ids(value: &Value, ids: &mut BTreeSet<String>) {
 }
 
 /// The compared part of a golden, with the Go field names the goldens use.
-fn golden_view(golden: &Value) -> anyhow::Result<Value> {
+fn golden_view(golden: &Value, show_json: &str) -> anyhow::Result<Value> {
     let mut view = Map::new();
-    for key in ["Resources", "Parameters", "ExternalAuthProviders"] {
+    for key in COMPARED {
         view.insert(
             key.to_owned(),
-            golden.get(key).cloned().unwrap_or(json!([])),
+            golden.get(key).cloned().unwrap_or(Value::Null),
         );
     }
     let mut view = Value::Object(view);
@@ -279,7 +292,76 @@ fn golden_view(golden: &Value) -> anyhow::Result<Value> {
         }
     });
     strip_app_ids(&mut view);
+    let without_scope = agents_without_api_key_scope(&serde_json::from_str(show_json)?);
+    for resource in view["Resources"].as_array_mut().into_iter().flatten() {
+        for agent in resource["agents"].as_array_mut().into_iter().flatten() {
+            let name = agent["name"].as_str().unwrap_or_default().to_owned();
+            if without_scope.contains(&name)
+                && let Some(agent) = agent.as_object_mut()
+            {
+                agent.remove("api_key_scope");
+            }
+        }
+    }
     Ok(view)
+}
+
+/// Names of the `coder_agent`s of the input that have no `api_key_scope` attribute at all.
+fn agents_without_api_key_scope(show: &Value) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    visit_resources(show, &mut |resource| {
+        if resource["type"] == "coder_agent"
+            && resource["values"].get("api_key_scope").is_none()
+            && let Some(name) = resource["name"].as_str()
+        {
+            names.insert(name.to_owned());
+        }
+    });
+    names
+}
+
+/// Calls `visit` on every object of `value` that looks like a resource of a show document.
+fn visit_resources(value: &Value, visit: &mut dyn FnMut(&Value)) {
+    match value {
+        Value::Object(object) => {
+            if object.contains_key("type") && object.contains_key("values") {
+                visit(value);
+            }
+            object.values().for_each(|v| visit_resources(v, visit));
+        }
+        Value::Array(items) => items.iter().for_each(|v| visit_resources(v, visit)),
+        _ => {}
+    }
+}
+
+/// Scripts' addresses are not compared with the goldens (see the module docs); check them
+/// against the input.
+fn check_script_addresses(converted: &Converted, show_json: &str) -> anyhow::Result<()> {
+    let mut addresses = BTreeSet::new();
+    visit_resources(&serde_json::from_str(show_json)?, &mut |resource| {
+        if resource["type"] == "coder_script"
+            && let Some(address) = resource["address"].as_str()
+        {
+            addresses.insert(address.to_owned());
+        }
+    });
+    for script in converted
+        .resources
+        .iter()
+        .flat_map(|r| &r.agents)
+        .flat_map(|a| &a.scripts)
+    {
+        let legacy =
+            script.display_name == "Startup Script" || script.display_name == "Shutdown Script";
+        ensure!(
+            (legacy && script.resource_address.is_empty())
+                || addresses.contains(&script.resource_address),
+            "script {:?} has address {:?}, which is no coder_script of the input",
+            script.display_name,
+            script.resource_address
+        );
+    }
+    Ok(())
 }
 
 /// Our output in the goldens' shape: Go names at the top, Coder's integer encoding of enums.
@@ -289,6 +371,10 @@ fn our_view(converted: &Converted) -> anyhow::Result<Value> {
         "Resources": ours["resources"],
         "Parameters": ours["parameters"],
         "ExternalAuthProviders": ours["external_auth_providers"],
+        "Presets": ours["presets"],
+        "AITasks": ours["ai_tasks"],
+        "HasAITasks": ours["has_ai_tasks"],
+        "HasExternalAgents": ours["has_external_agents"],
     });
     let mut failure = None;
     rewrite(&mut view, &mut |key, value| {
@@ -326,6 +412,15 @@ fn our_view(converted: &Converted) -> anyhow::Result<Value> {
     }
     rename_key(&mut view, "auth", "Auth");
     strip_app_ids(&mut view);
+    for resource in view["Resources"].as_array_mut().into_iter().flatten() {
+        for agent in resource["agents"].as_array_mut().into_iter().flatten() {
+            for script in agent["scripts"].as_array_mut().into_iter().flatten() {
+                if let Some(script) = script.as_object_mut() {
+                    script.remove("resource_address");
+                }
+            }
+        }
+    }
     Ok(view)
 }
 

@@ -196,12 +196,6 @@ fn attributes_of_the_wrong_type_are_named() {
 
 #[test]
 fn unknown_enumerations_are_rejected() {
-    let (show, dot) = hosted(json!({"api_key_scope": "everything"}), vec![]);
-    assert_eq!(
-        error_of(&show, &dot),
-        "decode coder_agent.main: unsupported api_key_scope \"everything\""
-    );
-
     let show = plan(
         vec![resource(
             "data.coder_parameter.p",

@@ -6,6 +6,8 @@ mod behaviour;
 mod conformance;
 mod errors;
 mod executor;
+mod features;
 mod robustness;
+mod script_order;
 mod shape;
 mod support;

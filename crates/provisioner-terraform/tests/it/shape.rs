@@ -40,6 +40,39 @@ fn converted_json_shape() -> anyhow::Result<()> {
                                                          "max_disabled": false}]}),
             ),
             resource("data.coder_external_auth.github", json!({"id": "github"})),
+            resource(
+                "coder_script.after_hello",
+                json!({"agent_id": "agent-1", "display_name": "After", "script": "echo after",
+                       "run_on_start": true}),
+            ),
+            resource(
+                "data.coder_script_order.startup",
+                json!({"rule": [{"run": ["coder_script.after_hello"],
+                                 "after": ["coder_script.hello"], "requires": "completion"}]}),
+            ),
+            resource(
+                "coder_devcontainer.repo",
+                json!({"id": "dc-1", "agent_id": "agent-1", "workspace_folder": "/repo",
+                       "config_path": "", "subagent_id": "sub-1"}),
+            ),
+            resource(
+                "coder_env.in_container",
+                json!({"agent_id": "sub-1", "name": "IN", "value": "container"}),
+            ),
+            resource(
+                "coder_ai_task.task",
+                json!({"id": "task-1", "app_id": "app-1", "prompt": "", "enabled": false}),
+            ),
+            resource(
+                "data.coder_workspace_preset.fast",
+                json!({"name": "fast", "default": true, "description": "Quick", "icon": "",
+                       "parameters": {"size": "4"},
+                       "prebuilds": [{"instances": 2,
+                                      "expiration_policy": [{"ttl": 3600}],
+                                      "scheduling": [{"timezone": "UTC",
+                                                      "schedule": [{"cron": "* 8-18 * * 1-5",
+                                                                    "instances": 3}]}]}]}),
+            ),
         ],
     );
     insta::assert_json_snapshot!(run(&show, &dot)?);

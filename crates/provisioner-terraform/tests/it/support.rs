@@ -1,5 +1,6 @@
 //! Builders for small synthetic `terraform show -json` documents and graphs.
 
+use codersdk::proto::{Script, ScriptRequirement};
 use provisioner_terraform::convert::{ConvertError, ConvertInput, Converted, convert};
 use serde_json::{Value, json};
 
@@ -95,4 +96,18 @@ pub fn error_of(show_json: &str, graph_dot: &str) -> String {
 /// A token-authenticated linux agent with the given id.
 pub fn agent(id: &str) -> Value {
     json!({"id": id, "os": "linux", "arch": "amd64", "auth": "token", "token": format!("token-{id}")})
+}
+
+/// `(prerequisite, requirement)` of the script at `address` among `scripts`.
+pub fn dependencies(scripts: &[Script], address: &str) -> Vec<(String, ScriptRequirement)> {
+    scripts
+        .iter()
+        .find(|s| s.resource_address == address)
+        .map(|s| {
+            s.dependencies
+                .iter()
+                .map(|d| (d.prerequisite_resource_address.clone(), d.requirement))
+                .collect()
+        })
+        .unwrap_or_default()
 }

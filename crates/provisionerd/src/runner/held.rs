@@ -326,6 +326,7 @@ mod tests {
             state: b"s".to_vec(),
             resources: vec![],
             timings: vec![],
+            features: codersdk::proto::TemplateFeatures::default(),
         }
     }
 

@@ -129,6 +129,7 @@ async fn an_import_reports_variables_parameters_and_start_and_stop_resources() -
         variables,
         readme,
         timings,
+        ..
     } = result.map_err(|e| anyhow::anyhow!("{}\n{}", e.error, f.logs.text()))?
     else {
         anyhow::bail!("not an import result");

@@ -5,3 +5,4 @@ mod agent_script;
 mod failures;
 mod harness;
 mod lifecycle;
+mod newer_types;

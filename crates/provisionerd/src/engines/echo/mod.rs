@@ -9,6 +9,7 @@ pub mod format;
 use std::path::Path;
 
 use chrono::Utc;
+use codersdk::proto::TemplateFeatures;
 use codersdk::provisionerd::{
     JobFailure, JobKind, JobResult, LogLevel, RichParameterValue, Timing, Transition, VariableValue,
 };
@@ -213,6 +214,7 @@ async fn import(
         variables: stage.variables,
         readme,
         timings: vec![timing(NAME, started)],
+        features: TemplateFeatures::default(),
     })
 }
 
@@ -289,6 +291,7 @@ async fn build(
         state,
         resources: stage.resources.clone(),
         timings: vec![timing(name, started)],
+        features: TemplateFeatures::default(),
     })
 }
 
