@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +20,7 @@ use futures::Stream;
 use uuid::Uuid;
 
 use super::AppState;
-use super::extract::{Auth, Json, Query, empty_as_none, token_from_parts};
+use super::extract::{Auth, Json, Path, Query, empty_as_none, token_from_parts};
 use super::jobs::LogParams;
 use crate::authz::Action;
 use crate::domain::resolve;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use codersdk::Response;
@@ -12,7 +12,7 @@ use codersdk::users::LoginType;
 use rand::seq::IndexedRandom;
 
 use super::AppState;
-use super::extract::{Auth, Json, resolve_user};
+use super::extract::{Auth, Json, Path, resolve_user};
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::store::ApiKeyRow;
@@ -73,35 +73,28 @@ pub(super) async fn create_token(
         Action::Create,
         &Object::owned(Resource::ApiKey, None, user.id),
     )?;
-    if req.lifetime < 0 {
-        return Err(ApiError::bad_request("Invalid token lifetime.")
-            .with_detail("lifetime must not be negative"));
-    }
+    crate::validate::requests::create_token(&req)?;
     let lifetime = if req.lifetime == 0 {
         state.options.default_token_lifetime
     } else {
         // Go clients send nanoseconds; round up so a 1ns request is not a 0s token.
         Duration::from_secs((req.lifetime as u64).div_ceil(NANOS_PER_SECOND as u64))
     };
-    if lifetime > state.options.max_token_lifetime {
-        return Err(ApiError::bad_request(format!(
-            "Token lifetime must be at most {} hours.",
-            state.options.max_token_lifetime.as_secs() / 3600
-        )));
-    }
-    if !matches!(req.scope.as_str(), "" | "all") {
-        return Err(ApiError::bad_request("Unsupported token scope.")
-            .with_detail("only \"all\" is supported"));
-    }
+    crate::error::Validator::default()
+        .check(
+            lifetime <= state.options.max_token_lifetime,
+            "lifetime",
+            format!(
+                "must be at most {} hours",
+                state.options.max_token_lifetime.as_secs() / 3600
+            ),
+        )
+        .finish()?;
     let name = if req.token_name.is_empty() {
         random_token_name()
     } else {
         req.token_name
     };
-    if name.len() > 64 || name.trim() != name || name.chars().any(char::is_control) {
-        return Err(ApiError::bad_request("Invalid token name.")
-            .with_detail("at most 64 characters, no control characters, no surrounding spaces"));
-    }
     let key =
         crate::domain::keys::issue_key(&state, user.id, LoginType::Token, &name, lifetime).await?;
     Ok((StatusCode::CREATED, Json(GenerateApiKeyResponse { key })))

@@ -1,15 +1,12 @@
-//! Request extractors: JSON bodies and query strings that fail with Coder's error shape, and the
-//! authenticated caller.
+//! Request extractors: the authenticated caller, pagination, and the resolution of path
+//! segments (`me`, names, ids) to rows. Bodies, query strings and path parameters are read by
+//! [`super::input`]'s extractors, re-exported here.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use uuid::Uuid;
+
+pub use super::input::{Json, Path, Query};
 
 use super::AppState;
 use crate::authz::{self, Action, Object, Subject};
@@ -17,54 +14,6 @@ use crate::domain;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{ApiKeyRow, OrganizationRow, UserRow};
 use codersdk::client::{SESSION_TOKEN_COOKIE, SESSION_TOKEN_HEADER};
-
-/// A JSON request body or response. Unlike axum's, any content type is accepted (as Coder
-/// does), malformed bodies answer 400 and oversized ones 413, both with Coder's error shape.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Json<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(body_rejection)?;
-        serde_json::from_slice(&bytes).map(Json).map_err(|e| {
-            ApiError::bad_request("Request body must be valid JSON.").with_detail(e.to_string())
-        })
-    }
-}
-
-fn body_rejection(rejection: BytesRejection) -> ApiError {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body is too large.")
-            .with_detail(rejection.body_text())
-    } else {
-        ApiError::bad_request("Could not read the request body.").with_detail(rejection.body_text())
-    }
-}
-
-impl<T: Serialize> IntoResponse for Json<T> {
-    fn into_response(self) -> Response {
-        axum::Json(self.0).into_response()
-    }
-}
-
-/// A query string, failing with Coder's error shape.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Query<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let query = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str(query).map(Query).map_err(|e| {
-            ApiError::bad_request("Invalid query parameters.").with_detail(e.to_string())
-        })
-    }
-}
 
 /// `limit`/`offset`/`after_id` as list endpoints take them.
 #[derive(Debug, Clone, Default, serde::Deserialize)]

@@ -2,7 +2,7 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::AppState;
-use super::extract::{Auth, Json};
+use super::extract::{Auth, Json, Path};
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult};
 

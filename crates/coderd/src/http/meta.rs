@@ -94,6 +94,13 @@ pub async fn api_not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "Route not found.")
 }
 
+pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("Method {method} is not allowed on this route."),
+    )
+}
+
 pub fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("handler panicked");
     ApiError::new(

@@ -1,7 +1,7 @@
 //! Organizations and their members.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use chrono::Utc;
@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::convert;
-use super::extract::{Auth, Json, resolve_org, resolve_user};
+use super::extract::{Auth, Json, Path, resolve_org, resolve_user};
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::store::{self, OrganizationRow};
@@ -63,10 +63,7 @@ pub(super) async fn create_organization(
     Json(req): Json<CreateOrganizationRequest>,
 ) -> ApiResult<(StatusCode, Json<Organization>)> {
     auth.authorize(Action::Create, &Object::site(Resource::Organization))?;
-    Validator::default()
-        .push("name", validate::name(&req.name))
-        .push("display_name", validate::display_name(&req.display_name))
-        .finish()?;
+    validate::requests::create_organization(&req)?;
     let now = Utc::now();
     let row = OrganizationRow {
         id: Uuid::new_v4(),

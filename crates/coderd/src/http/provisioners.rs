@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{
-    Auth, Json, Query, authenticate, empty_as_none, find_org, resolve_org, token_from_parts,
+    Auth, Json, Path, Query, authenticate, empty_as_none, find_org, resolve_org, token_from_parts,
 };
 use super::templates::PROVISIONERS;
 use crate::authz::{Action, Object, Resource};

@@ -1,8 +1,8 @@
 //! Templates and template versions (each version is imported by a provisioner job).
 
 use axum::Router;
+use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, patch, post};
@@ -17,20 +17,20 @@ use codersdk::workspaces::WorkspaceResource;
 use uuid::Uuid;
 
 use super::AppState;
-use super::extract::{Auth, Json, Query, resolve_org};
+use super::extract::{Auth, Json, Path, Query, resolve_org};
 use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::render::parameter;
 use crate::domain::resolve;
 use crate::domain::views::{template, version};
-use crate::error::{ApiError, ApiResult, Validator};
+use crate::error::{ApiError, ApiResult};
 use crate::provisioners::tags;
 use crate::store::{
     self, NewJob, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow, TemplateVersionRow,
 };
 use crate::validate;
 
-pub const PROVISIONERS: &[&str] = &["terraform", "echo"];
+pub use crate::validate::requests::PROVISIONERS;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -109,24 +109,7 @@ pub(super) async fn create_version(
     let org = resolve_org(&state, &auth, &org).await?;
     let object = Object::in_org(Resource::Template, org.id);
     auth.authorize(Action::Create, &object)?;
-    let mut v = Validator::default();
-    v.check(
-        PROVISIONERS.contains(&req.provisioner.as_str()),
-        "provisioner",
-        format!("must be one of {}", PROVISIONERS.join(", ")),
-    )
-    .check(
-        matches!(req.storage_method.as_str(), "" | "file"),
-        "storage_method",
-        "only \"file\" is supported",
-    )
-    .push("tags", tags::validate(&req.tags).map_err(|e| e.to_string()))
-    .check(
-        req.name.len() <= 64,
-        "name",
-        "must be at most 64 characters",
-    );
-    v.finish()?;
+    validate::requests::create_template_version(&req)?;
     if let Some(template_id) = req.template_id {
         let template = state
             .store
@@ -369,15 +352,7 @@ pub(super) async fn create_template(
 ) -> ApiResult<(StatusCode, Json<Template>)> {
     let org = resolve_org(&state, &auth, &org).await?;
     auth.authorize(Action::Create, &Object::in_org(Resource::Template, org.id))?;
-    Validator::default()
-        .push("name", validate::name(&req.name))
-        .push("display_name", validate::display_name(&req.display_name))
-        .check(
-            req.default_ttl_ms.unwrap_or(0) >= 0,
-            "default_ttl_ms",
-            "must not be negative",
-        )
-        .finish()?;
+    validate::requests::create_template(&req)?;
     let version = state
         .store
         .template_version_by_id(req.template_version_id)
@@ -501,19 +476,7 @@ pub(super) async fn update_template(
         Action::Update,
         &Object::in_org(Resource::Template, row.organization_id),
     )?;
-    let mut v = Validator::default();
-    if let Some(name) = &req.name {
-        v.push("name", validate::name(name));
-    }
-    if let Some(display_name) = &req.display_name {
-        v.push("display_name", validate::display_name(display_name));
-    }
-    v.check(
-        req.default_ttl_ms.unwrap_or(0) >= 0,
-        "default_ttl_ms",
-        "must not be negative",
-    );
-    v.finish()?;
+    validate::requests::update_template(&req)?;
     let row = state
         .store
         .update_template(

@@ -1,7 +1,7 @@
 //! Users: first-user setup, password login, the user directory, status and roles.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
@@ -15,10 +15,10 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::convert;
-use super::extract::{Auth, Json, Pagination, Query, resolve_user};
+use super::extract::{Auth, Json, Pagination, Path, Query, resolve_user};
 use crate::authz::{Action, Object, Resource, SITE_ROLES};
 use crate::error::{ApiError, ApiResult, Validator};
-use crate::store::{self, NewUser, UserQuery, UserRow};
+use crate::store::{self, NewUser, UserDeletion, UserQuery, UserRow};
 use crate::validate;
 
 /// The organization the first user creates.
@@ -67,22 +67,6 @@ pub(super) async fn first_user_exists(State(state): State<AppState>) -> ApiResul
     }
 }
 
-fn validate_new_user(
-    email: &str,
-    username: &str,
-    name: &str,
-    password: Option<&str>,
-) -> ApiResult<()> {
-    let mut v = Validator::default();
-    v.push("email", validate::email(email))
-        .push("username", validate::name(username))
-        .push("name", validate::display_name(name));
-    if let Some(password) = password {
-        v.push("password", validate::password(password));
-    }
-    v.finish()
-}
-
 #[utoipa::path(post, path = "/api/v2/users/first", tag = "Users",
     request_body = CreateFirstUserRequest,
     responses((status = 201, body = CreateFirstUserResponse), (status = 400, body = Response), (status = 409, body = Response)))]
@@ -95,7 +79,7 @@ pub(super) async fn create_first_user(
             "The initial user has already been created.",
         ));
     }
-    validate_new_user(&req.email, &req.username, &req.name, Some(&req.password))?;
+    validate::requests::first_user(&req)?;
     let hashed_password = crate::auth::hash_password(req.password).await?;
     let user = NewUser {
         id: Uuid::new_v4(),
@@ -132,6 +116,7 @@ pub(super) async fn login(
     State(state): State<AppState>,
     Json(req): Json<LoginWithPasswordRequest>,
 ) -> ApiResult<impl IntoResponse> {
+    validate::requests::login(&req)?;
     let user = match state.store.user_by_email(&req.email).await {
         Ok(user) => Some(user),
         Err(store::Error::NotFound) => None,
@@ -282,17 +267,14 @@ pub(super) async fn create_user(
     auth.authorize(Action::Create, &Object::site(Resource::User))?;
     let login_type = req.login_type.unwrap_or(LoginType::Password);
     let needs_password = login_type == LoginType::Password;
-    validate_new_user(
-        &req.email,
-        &req.username,
-        &req.name,
-        needs_password.then_some(req.password.as_str()),
-    )?;
+    validate::requests::create_user(&req, needs_password)?;
     if !matches!(login_type, LoginType::Password | LoginType::None) {
         return Err(ApiError::bad_request("Unsupported login type.")
             .with_detail("users can be created with login_type \"password\" or \"none\""));
     }
-    for role in &req.roles {
+    // `member` is implicit.
+    let roles: Vec<String> = req.roles.into_iter().filter(|r| r != "member").collect();
+    for role in &roles {
         if !auth.subject.can_assign_site_role(role) {
             return Err(
                 ApiError::forbidden().with_detail(format!("you may not assign the role {role:?}"))
@@ -335,7 +317,7 @@ pub(super) async fn create_user(
             .unwrap_or(UserStatus::Active)
             .as_str()
             .into(),
-        rbac_roles: req.roles,
+        rbac_roles: roles,
         login_type: login_type.as_str().into(),
         organization_ids,
     };
@@ -365,7 +347,8 @@ pub(super) async fn get_user(
 
 #[utoipa::path(delete, path = "/api/v2/users/{user}", tag = "Users",
     params(("user" = String, Path)),
-    responses((status = 200, body = Response), (status = 403, body = Response)))]
+    responses((status = 200, body = Response), (status = 403, body = Response),
+        (status = 417, body = Response, description = "The user still owns workspaces.")))]
 pub(super) async fn delete_user(
     State(state): State<AppState>,
     auth: Auth,
@@ -376,8 +359,14 @@ pub(super) async fn delete_user(
     if row.id == auth.user.id {
         return Err(ApiError::forbidden().with_detail("You cannot delete yourself."));
     }
-    state.store.delete_user(row.id).await?;
-    Ok(Json(Response::new("User has been deleted!")))
+    match state.store.delete_user(row.id).await? {
+        UserDeletion::Deleted => Ok(Json(Response::new("User has been deleted!"))),
+        // Coder's status and words: the workspaces would be left without an owner.
+        UserDeletion::OwnsWorkspaces => Err(ApiError::new(
+            StatusCode::EXPECTATION_FAILED,
+            "You cannot delete a user that has workspaces. Delete their workspaces and try again!",
+        )),
+    }
 }
 
 async fn set_status(

@@ -2,7 +2,7 @@
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
@@ -13,7 +13,9 @@ use codersdk::workspaces::{
 use uuid::Uuid;
 
 use super::AppState;
-use super::extract::{Auth, Json, Pagination, Query, empty_as_none, resolve_org, resolve_user};
+use super::extract::{
+    Auth, Json, Pagination, Path, Query, empty_as_none, resolve_org, resolve_user,
+};
 use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
@@ -21,6 +23,7 @@ use crate::domain::render::resources;
 use crate::domain::{resolve, search, views};
 use crate::error::{ApiError, ApiResult};
 use crate::store::WorkspaceRow;
+use crate::validate;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -89,6 +92,7 @@ async fn create(
     user: &str,
     req: CreateWorkspaceRequest,
 ) -> ApiResult<(StatusCode, Json<Workspace>)> {
+    validate::requests::create_workspace(&req)?;
     let owner = resolve_user(&state, &auth, user).await?;
     let org = match org {
         Some(org) => Some(resolve_org(&state, &auth, org).await?.id),
@@ -230,6 +234,7 @@ pub(super) async fn create_build(
     Path(id): Path<Uuid>,
     Json(req): Json<CreateWorkspaceBuildRequest>,
 ) -> ApiResult<(StatusCode, Json<WorkspaceBuild>)> {
+    validate::requests::create_build(&req)?;
     let workspace = resolve_workspace(&state, &auth, id, false).await?;
     let transition = req.transition.parse().map_err(|_| {
         ApiError::validation(vec![codersdk::ValidationError {

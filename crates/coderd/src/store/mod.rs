@@ -31,7 +31,7 @@ pub use templates::{
     FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateVersionRow,
 };
-pub use users::{NewUser, UserQuery, UserRow};
+pub use users::{NewUser, UserDeletion, UserQuery, UserRow};
 pub use workspaces::{
     BuildContext, BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow,
 };

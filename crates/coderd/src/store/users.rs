@@ -293,18 +293,35 @@ impl Store {
     }
 
     /// Marks the user deleted (its rows stay for history) and revokes all its keys.
-    pub async fn delete_user(&self, id: Uuid) -> Result<()> {
+    /// Soft-deletes a user with their keys and memberships, unless they still own a workspace.
+    /// The user's row is locked first (a conflicting lock with the key-share lock a concurrent
+    /// workspace insert holds on it), so a workspace created meanwhile is seen.
+    pub async fn delete_user(&self, id: Uuid) -> Result<UserDeletion> {
         timed("delete_user", async {
             let mut tx = self.pool.begin().await?;
-            let updated = sqlx::query!(
-                "UPDATE users SET deleted = true, updated_at = now() WHERE id = $1 AND NOT deleted",
+            sqlx::query_scalar!(
+                "SELECT id FROM users WHERE id = $1 AND NOT deleted FOR UPDATE",
+                id
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(super::Error::NotFound)?;
+            let owns_workspaces = sqlx::query_scalar!(
+                r#"SELECT EXISTS (SELECT 1 FROM workspaces WHERE owner_id = $1 AND NOT deleted)
+                   AS "exists!""#,
+                id
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            if owns_workspaces {
+                return Ok(UserDeletion::OwnsWorkspaces);
+            }
+            sqlx::query!(
+                "UPDATE users SET deleted = true, updated_at = now() WHERE id = $1",
                 id
             )
             .execute(&mut *tx)
             .await?;
-            if updated.rows_affected() == 0 {
-                return Err(super::Error::NotFound);
-            }
             sqlx::query!("DELETE FROM api_keys WHERE user_id = $1", id)
                 .execute(&mut *tx)
                 .await?;
@@ -312,10 +329,18 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
-            Ok(())
+            Ok(UserDeletion::Deleted)
         })
         .await
     }
+}
+
+/// What [`Store::delete_user`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserDeletion {
+    Deleted,
+    /// Nothing: the user still owns workspaces, which must be deleted first.
+    OwnsWorkspaces,
 }
 
 async fn insert_user(

@@ -108,6 +108,15 @@ impl Store {
         timed("create_workspace", async {
             let mut tx = self.pool.begin().await?;
             let now = Utc::now();
+            // Holds the owner against a concurrent deletion (`delete_user` locks the row and
+            // then looks for workspaces), and refuses an owner deleted since the caller looked.
+            sqlx::query_scalar!(
+                "SELECT id FROM users WHERE id = $1 AND NOT deleted FOR KEY SHARE",
+                w.owner_id
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(super::Error::NotFound)?;
             sqlx::query!(
                 r#"INSERT INTO workspaces (id, owner_id, organization_id, template_id, name, created_at,
                        updated_at, last_used_at, autostart_schedule, ttl_ms, automatic_updates)

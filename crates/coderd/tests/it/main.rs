@@ -10,4 +10,5 @@ mod migrations;
 mod openapi;
 mod queue;
 mod rbac;
+mod robustness;
 mod users;

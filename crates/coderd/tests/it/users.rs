@@ -14,7 +14,12 @@ fn status(e: &ClientError) -> u16 {
 async fn malformed_json_is_a_400_in_coders_shape_and_writes_nothing() -> anyhow::Result<()> {
     let app = TestApp::new().await?;
     let (owner, _) = app.owner().await?;
-    for body in ["{", "[]", r#"{"email": 42}"#, ""] {
+    for (body, message) in [
+        ("{", "Request body must be valid JSON."),
+        ("[]", "Request body must be a JSON object."),
+        (r#"{"email": 42}"#, "Request body must be valid JSON."),
+        ("", "Request body must be valid JSON."),
+    ] {
         let resp = owner
             .request(Method::POST, "/api/v2/users")?
             .header("content-type", "application/json")
@@ -23,7 +28,7 @@ async fn malformed_json_is_a_400_in_coders_shape_and_writes_nothing() -> anyhow:
             .await?;
         assert_eq!(resp.status(), 400, "{body:?}");
         let err: codersdk::Response = resp.json().await?;
-        assert_eq!(err.message, "Request body must be valid JSON.");
+        assert_eq!(err.message, message);
         assert!(!err.detail.is_empty());
     }
     assert_eq!(owner.users("").await?.count, 1, "no user was created");

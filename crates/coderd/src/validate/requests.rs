@@ -1,0 +1,202 @@
+//! The field rules of each request body, checked before a handler reads the database.
+//!
+//! A handler calls the function for its body and gets one 400 listing every invalid field.
+//! Rules that need the database or the caller (does the template exist, may this caller assign
+//! that role) stay in the handlers.
+
+use codersdk::apikeys::CreateTokenRequest;
+use codersdk::organizations::CreateOrganizationRequest;
+use codersdk::provisionerd::Tags;
+use codersdk::templates::{
+    CreateTemplateRequest, CreateTemplateVersionRequest, UpdateTemplateMeta,
+};
+use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
+use codersdk::workspaces::{
+    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, WorkspaceBuildParameter,
+};
+
+use super::*;
+use crate::error::{ApiResult, Validator};
+use crate::provisioners::tags;
+
+/// Ours: free text Coder leaves unbounded (organization descriptions, deprecation messages).
+pub const LONG_TEXT_MAX: usize = 4096;
+/// Ours: names of template variables and rich parameters (Terraform identifiers are short).
+pub const PARAMETER_NAME_MAX: usize = 256;
+
+pub const PROVISIONERS: &[&str] = &["terraform", "echo"];
+pub const STORAGE_METHODS: &[&str] = &["file"];
+pub const TOKEN_SCOPES: &[&str] = &["all"];
+pub const TRANSITIONS: &[&str] = &["start", "stop", "delete"];
+pub const AUTOMATIC_UPDATES: &[&str] = &["always", "never"];
+pub const LOG_LEVELS: &[&str] = &["debug"];
+
+/// Empty means "the default" for these.
+fn empty_or_one_of(s: &str, allowed: &[&str]) -> Result<(), String> {
+    if s.is_empty() {
+        Ok(())
+    } else {
+        one_of(s, allowed)
+    }
+}
+
+pub fn first_user(req: &CreateFirstUserRequest) -> ApiResult<()> {
+    Validator::default()
+        .push("email", email(&req.email))
+        .push("username", name(&req.username))
+        .push("name", real_name(&req.name))
+        .push("password", password(&req.password))
+        .finish()
+}
+
+/// The fields of a new user; `password` only when it logs in with one. Roles must exist
+/// (whether the caller may grant them is the handler's 403).
+pub fn create_user(req: &CreateUserRequest, needs_password: bool) -> ApiResult<()> {
+    let mut v = Validator::default();
+    v.push("email", email(&req.email))
+        .push("username", name(&req.username))
+        .push("name", real_name(&req.name));
+    if needs_password {
+        v.push("password", password(&req.password));
+    }
+    for role in &req.roles {
+        v.check(
+            role == "member" || crate::authz::site_role(role).is_some(),
+            "roles",
+            format!("{role:?} is not a site role"),
+        );
+    }
+    v.finish()
+}
+
+pub fn login(req: &LoginWithPasswordRequest) -> ApiResult<()> {
+    Validator::default()
+        .push("email", email(&req.email))
+        .check(!req.password.is_empty(), "password", "is required")
+        .finish()
+}
+
+pub fn create_token(req: &CreateTokenRequest) -> ApiResult<()> {
+    Validator::default()
+        .check(req.lifetime >= 0, "lifetime", "must not be negative")
+        .push("scope", empty_or_one_of(&req.scope, TOKEN_SCOPES))
+        .push(
+            "token_name",
+            line(&req.token_name, TOKEN_NAME_MAX).and_then(|()| trimmed(&req.token_name)),
+        )
+        .finish()
+}
+
+pub fn create_organization(req: &CreateOrganizationRequest) -> ApiResult<()> {
+    Validator::default()
+        .push("name", name(&req.name))
+        .push("display_name", display_name(&req.display_name))
+        .push("description", text(&req.description, LONG_TEXT_MAX))
+        .push("icon", line(&req.icon, ICON_MAX))
+        .finish()
+}
+
+fn provisioner_tags(v: &mut Validator, field: &str, given: &Tags) {
+    v.push(field, tags::validate(given).map_err(|e| e.to_string()));
+}
+
+pub fn create_template_version(req: &CreateTemplateVersionRequest) -> ApiResult<()> {
+    let mut v = Validator::default();
+    v.push("name", version_name(&req.name))
+        .push("message", text(&req.message, VERSION_MESSAGE_MAX))
+        .push("provisioner", one_of(&req.provisioner, PROVISIONERS))
+        .push(
+            "storage_method",
+            empty_or_one_of(&req.storage_method, STORAGE_METHODS),
+        );
+    provisioner_tags(&mut v, "tags", &req.tags);
+    for (i, var) in req.user_variable_values.iter().enumerate() {
+        v.push(
+            &format!("user_variable_values[{i}].name"),
+            parameter_name(&var.name),
+        );
+    }
+    v.finish()
+}
+
+fn parameter_name(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("is required".into());
+    }
+    line(s, PARAMETER_NAME_MAX)
+}
+
+fn parameter_values(v: &mut Validator, values: &[WorkspaceBuildParameter]) {
+    for (i, p) in values.iter().enumerate() {
+        v.push(
+            &format!("rich_parameter_values[{i}].name"),
+            parameter_name(&p.name),
+        );
+    }
+}
+
+pub fn create_template(req: &CreateTemplateRequest) -> ApiResult<()> {
+    Validator::default()
+        .push("name", name(&req.name))
+        .push("display_name", display_name(&req.display_name))
+        .push(
+            "description",
+            text(&req.description, TEMPLATE_DESCRIPTION_MAX),
+        )
+        .push("icon", line(&req.icon, ICON_MAX))
+        .push(
+            "default_ttl_ms",
+            default_ttl_ms(req.default_ttl_ms.unwrap_or(0)),
+        )
+        .finish()
+}
+
+pub fn update_template(req: &UpdateTemplateMeta) -> ApiResult<()> {
+    let mut v = Validator::default();
+    if let Some(s) = &req.name {
+        v.push("name", name(s));
+    }
+    if let Some(s) = &req.display_name {
+        v.push("display_name", display_name(s));
+    }
+    if let Some(s) = &req.description {
+        v.push("description", text(s, TEMPLATE_DESCRIPTION_MAX));
+    }
+    if let Some(s) = &req.icon {
+        v.push("icon", line(s, ICON_MAX));
+    }
+    if let Some(ms) = req.default_ttl_ms {
+        v.push("default_ttl_ms", default_ttl_ms(ms));
+    }
+    if let Some(s) = &req.deprecation_message {
+        v.push("deprecation_message", text(s, LONG_TEXT_MAX));
+    }
+    v.finish()
+}
+
+pub fn create_workspace(req: &CreateWorkspaceRequest) -> ApiResult<()> {
+    let mut v = Validator::default();
+    v.push("name", name(&req.name))
+        .push("ttl_ms", workspace_ttl_ms(req.ttl_ms.unwrap_or(0)))
+        .check(
+            req.template_id.is_some() || req.template_version_id.is_some(),
+            "template_id",
+            "a template_id or template_version_id is required",
+        );
+    if let Some(schedule) = &req.autostart_schedule {
+        v.push("autostart_schedule", line(schedule, SCHEDULE_MAX));
+    }
+    if let Some(updates) = &req.automatic_updates {
+        v.push("automatic_updates", one_of(updates, AUTOMATIC_UPDATES));
+    }
+    parameter_values(&mut v, &req.rich_parameter_values);
+    v.finish()
+}
+
+pub fn create_build(req: &CreateWorkspaceBuildRequest) -> ApiResult<()> {
+    let mut v = Validator::default();
+    v.push("transition", one_of(&req.transition, TRANSITIONS))
+        .push("log_level", empty_or_one_of(&req.log_level, LOG_LEVELS));
+    parameter_values(&mut v, &req.rich_parameter_values);
+    v.finish()
+}
