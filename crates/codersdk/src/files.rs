@@ -12,6 +12,12 @@ pub struct UploadResponse {
 
 pub const CONTENT_TYPE_TAR: &str = "application/x-tar";
 
+/// The body of `POST /files` as the OpenAPI document describes it: the raw bytes of a tar
+/// archive (not JSON).
+#[derive(Debug, Clone, PartialEq, Eq, ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct TarArchive(pub Vec<u8>);
+
 impl crate::Client {
     /// Uploads a tar archive; the same bytes uploaded twice get the same id.
     pub async fn upload_tar(&self, tar: Vec<u8>) -> Result<UploadResponse, crate::ClientError> {

@@ -103,7 +103,7 @@ fn log(row: AgentLogRow) -> WorkspaceAgentLog {
 }
 
 #[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/logs", tag = "Agents",
-    params(("id" = Uuid, Path), ("after" = Option<i64>, Query), ("follow" = Option<bool>, Query)),
+    params(("id" = Uuid, Path), ("after" = Option<i64>, Query), ("follow" = Option<bool>, Query, description = "true streams the lines live over a WebSocket; the request must then be a WebSocket upgrade (400 otherwise)")),
     responses((status = 200, body = [WorkspaceAgentLog])))]
 pub(super) async fn agent_logs(
     State(state): State<AppState>,

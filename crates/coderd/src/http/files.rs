@@ -86,7 +86,7 @@ pub fn validate_tar(data: &[u8]) -> Result<(), String> {
 }
 
 #[utoipa::path(post, path = "/api/v2/files", tag = "Files",
-    request_body(content = Vec<u8>, content_type = "application/x-tar"),
+    request_body(content = codersdk::files::TarArchive, content_type = "application/x-tar"),
     responses((status = 201, body = UploadResponse), (status = 200, body = UploadResponse), (status = 400, body = codersdk::Response), (status = 413, body = codersdk::Response)))]
 pub(super) async fn upload(
     State(state): State<AppState>,

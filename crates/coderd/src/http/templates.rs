@@ -230,7 +230,7 @@ pub(super) async fn cancel_version(
 }
 
 #[utoipa::path(get, path = "/api/v2/templateversions/{id}/logs", tag = "Templates",
-    params(("id" = Uuid, Path), ("after" = Option<i64>, Query), ("follow" = Option<bool>, Query)),
+    params(("id" = Uuid, Path), ("after" = Option<i64>, Query), ("follow" = Option<bool>, Query, description = "true streams the lines live over a WebSocket; the request must then be a WebSocket upgrade (400 otherwise)")),
     responses((status = 200, body = [codersdk::provisioners::ProvisionerJobLog])))]
 pub(super) async fn version_logs(
     State(state): State<AppState>,

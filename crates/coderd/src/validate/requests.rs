@@ -1,4 +1,5 @@
-//! The field rules of each request body, checked before a handler reads the database.
+//! The field rules of each request body, checked before a handler reads the database, and the
+//! same rules as the OpenAPI document states them ([`DOCUMENTED`]).
 //!
 //! A handler calls the function for its body and gets one 400 listing every invalid field.
 //! Rules that need the database or the caller (does the template exist, may this caller assign
@@ -200,3 +201,159 @@ pub fn create_build(req: &CreateWorkspaceBuildRequest) -> ApiResult<()> {
     parameter_values(&mut v, &req.rich_parameter_values);
     v.finish()
 }
+
+/// A limit as the OpenAPI document states it.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// A string of at most `max` characters (and at least `min`), matching `pattern`.
+    Text {
+        min: usize,
+        max: usize,
+        pattern: Option<&'static str>,
+    },
+    /// An integer in `min..=max`.
+    Int { min: i64, max: i64 },
+    /// One of these strings (or empty, when `empty` is true).
+    OneOf {
+        values: &'static [&'static str],
+        empty: bool,
+    },
+}
+
+const fn max(max: usize) -> Limit {
+    Limit::Text {
+        min: 0,
+        max,
+        pattern: None,
+    }
+}
+
+const fn between(min: usize, max: usize) -> Limit {
+    Limit::Text {
+        min,
+        max,
+        pattern: None,
+    }
+}
+
+const fn int(min: i64, max: i64) -> Limit {
+    Limit::Int { min, max }
+}
+
+const fn enumeration(values: &'static [&'static str]) -> Limit {
+    Limit::OneOf {
+        values,
+        empty: false,
+    }
+}
+
+const fn enumeration_or_empty(values: &'static [&'static str]) -> Limit {
+    Limit::OneOf {
+        values,
+        empty: true,
+    }
+}
+
+const NAME: Limit = Limit::Text {
+    min: 1,
+    max: NAME_MAX,
+    pattern: Some(NAME_PATTERN),
+};
+const VERSION_NAME: Limit = Limit::Text {
+    min: 0,
+    max: VERSION_NAME_MAX,
+    pattern: Some(VERSION_NAME_PATTERN),
+};
+const PASSWORD: Limit = between(PASSWORD_MIN, PASSWORD_MAX);
+const PARAMETER_NAME: Limit = between(1, PARAMETER_NAME_MAX);
+const TTL: Limit = int(0, TTL_MAX_MS);
+
+/// For every request body (by schema name), the limit of each bounded property: `openapi`
+/// writes them into the document.
+pub const DOCUMENTED: &[(&str, &[(&str, Limit)])] = &[
+    (
+        "CreateFirstUserRequest",
+        &[
+            ("email", max(EMAIL_MAX)),
+            ("username", NAME),
+            ("name", max(REAL_NAME_MAX)),
+            ("password", PASSWORD),
+        ],
+    ),
+    (
+        "CreateUserRequest",
+        &[
+            ("email", max(EMAIL_MAX)),
+            ("username", NAME),
+            ("name", max(REAL_NAME_MAX)),
+            ("password", max(PASSWORD_MAX)),
+        ],
+    ),
+    ("LoginWithPasswordRequest", &[("email", max(EMAIL_MAX))]),
+    ("UpdateUserPasswordRequest", &[("password", PASSWORD)]),
+    (
+        "CreateTokenRequest",
+        &[
+            ("lifetime", int(0, i64::MAX)),
+            ("scope", enumeration_or_empty(TOKEN_SCOPES)),
+            ("token_name", max(TOKEN_NAME_MAX)),
+        ],
+    ),
+    (
+        "CreateOrganizationRequest",
+        &[
+            ("name", NAME),
+            ("display_name", max(DISPLAY_NAME_MAX)),
+            ("description", max(LONG_TEXT_MAX)),
+            ("icon", max(ICON_MAX)),
+        ],
+    ),
+    (
+        "CreateTemplateVersionRequest",
+        &[
+            ("name", VERSION_NAME),
+            ("message", max(VERSION_MESSAGE_MAX)),
+            ("provisioner", enumeration(PROVISIONERS)),
+            ("storage_method", enumeration_or_empty(STORAGE_METHODS)),
+        ],
+    ),
+    (
+        "CreateTemplateRequest",
+        &[
+            ("name", NAME),
+            ("display_name", max(DISPLAY_NAME_MAX)),
+            ("description", max(TEMPLATE_DESCRIPTION_MAX)),
+            ("icon", max(ICON_MAX)),
+            ("default_ttl_ms", TTL),
+        ],
+    ),
+    (
+        "UpdateTemplateMeta",
+        &[
+            ("name", NAME),
+            ("display_name", max(DISPLAY_NAME_MAX)),
+            ("description", max(TEMPLATE_DESCRIPTION_MAX)),
+            ("icon", max(ICON_MAX)),
+            ("default_ttl_ms", TTL),
+            ("deprecation_message", max(LONG_TEXT_MAX)),
+        ],
+    ),
+    (
+        "CreateWorkspaceRequest",
+        &[
+            ("name", NAME),
+            ("ttl_ms", TTL),
+            ("autostart_schedule", max(SCHEDULE_MAX)),
+            ("automatic_updates", enumeration(AUTOMATIC_UPDATES)),
+        ],
+    ),
+    (
+        "CreateWorkspaceBuildRequest",
+        &[
+            ("transition", enumeration(TRANSITIONS)),
+            ("log_level", enumeration_or_empty(LOG_LEVELS)),
+        ],
+    ),
+    ("WorkspaceBuildParameter", &[("name", PARAMETER_NAME)]),
+    ("VariableValue", &[("name", PARAMETER_NAME)]),
+];

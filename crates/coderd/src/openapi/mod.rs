@@ -1,5 +1,10 @@
 //! The OpenAPI document coderd serves at `/api/v2/openapi.json`, generated from the handlers'
-//! annotations so it cannot drift from the code.
+//! annotations so it cannot drift from the code; [`modify`] adds what applies to many
+//! operations at once (error responses, authentication, the request bodies' limits).
+
+mod modify;
+
+use modify::{Errors, Limits, Security};
 
 use std::sync::OnceLock;
 
@@ -87,7 +92,8 @@ use crate::http::{
         agents::agent_logs,
         agents::watch_metadata,
     ),
-    components(schemas(codersdk::Response, codersdk::ValidationError))
+    components(schemas(codersdk::Response, codersdk::ValidationError)),
+    modifiers(&Limits, &Errors, &Security)
 )]
 pub struct ApiDoc;
 
