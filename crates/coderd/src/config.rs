@@ -59,6 +59,11 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_MAX_TOKEN_LIFETIME", default_value = "8760h", value_parser = humantime::parse_duration)]
     pub max_token_lifetime: Duration,
 
+    /// Only a workspace's owner may connect to it (SSH, port forwarding, terminal): site owners
+    /// and administrators may not.
+    #[arg(long, env = "CODER_DISABLE_OWNER_WORKSPACE_ACCESS")]
+    pub disable_owner_workspace_access: bool,
+
     /// Set by the CLI from its global `--global-config`; holds the embedded database.
     #[arg(skip)]
     pub config_dir: PathBuf,
@@ -82,6 +87,10 @@ impl std::fmt::Debug for ServerConfig {
             )
             .field("session_duration", &self.session_duration)
             .field("max_token_lifetime", &self.max_token_lifetime)
+            .field(
+                "disable_owner_workspace_access",
+                &self.disable_owner_workspace_access,
+            )
             .field("config_dir", &self.config_dir)
             .finish()
     }

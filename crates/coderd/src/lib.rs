@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod postgres;
 pub mod provisioners;
 pub mod pubsub;
+pub mod relay;
 pub mod server;
 pub mod state;
 pub mod store;

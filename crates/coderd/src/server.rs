@@ -165,6 +165,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             .default_token_lifetime
             .min(config.max_token_lifetime);
         deployment.provisioner_psk = config.provisioner_daemon_psk.clone();
+        deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
         tracing::info!(
             address = %bound,
             access_url = %deployment.access_url,

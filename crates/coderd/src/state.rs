@@ -35,6 +35,8 @@ pub struct Options {
     pub provisioner_psk: Option<String>,
     /// Largest template archive accepted.
     pub max_file_bytes: usize,
+    /// Only a workspace's owner may connect to it (site owners and admins may not).
+    pub disable_owner_workspace_access: bool,
 }
 
 impl Options {
@@ -48,6 +50,7 @@ impl Options {
             deployment_id: String::new(),
             provisioner_psk: None,
             max_file_bytes: 10 << 20,
+            disable_owner_workspace_access: false,
         }
     }
 }
@@ -66,6 +69,8 @@ pub struct StateInner {
     /// Agents connected to this process.
     pub agents: crate::agents::Registry,
     pub agent_batcher: crate::agents::Batcher,
+    /// Streams the relay carries, for metrics and workspaces' `last_used_at`.
+    pub relay_usage: crate::relay::Usage,
     pub template_usage: crate::usage::TemplateUsage,
     /// Template archives, for job payloads.
     pub files: crate::provisioners::payload::FileCache,
@@ -104,6 +109,7 @@ impl AppState {
         let agents = crate::agents::Registry::default();
         let agent_batcher =
             crate::agents::Batcher::start(store.clone(), agents.clone(), shutdown.child_token());
+        let relay_usage = crate::relay::Usage::start(store.clone(), shutdown.child_token());
         let metrics = metrics_handle();
         let upkeep = metrics.clone();
         let upkeep_stop = shutdown.child_token();
@@ -125,6 +131,7 @@ impl AppState {
             daemons,
             agents,
             agent_batcher,
+            relay_usage,
             template_usage,
             files: Default::default(),
             shutdown,

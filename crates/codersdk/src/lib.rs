@@ -11,6 +11,7 @@ pub mod organizations;
 pub mod proto;
 pub mod provisionerd;
 pub mod provisioners;
+pub mod relay;
 pub mod templates;
 pub mod users;
 pub mod workspaces;

@@ -42,21 +42,7 @@ impl Client {
         url.query_pairs_mut()
             .append_pair("follow", "true")
             .append_pair("after", &after.to_string());
-        let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
-        url.set_scheme(scheme)
-            .map_err(|()| ClientError::Decode(format!("cannot make a WebSocket URL of {url}")))?;
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| ClientError::WebSocket(Box::new(e)))?;
-        if let Some(token) = self.token() {
-            let value = token
-                .parse()
-                .map_err(|_| ClientError::Decode("token is not a valid header value".into()))?;
-            request
-                .headers_mut()
-                .insert(crate::client::SESSION_TOKEN_HEADER, value);
-        }
+        let request = websocket_request(url, self.token())?;
         let (socket, _) = tokio_tungstenite::connect_async(request)
             .await
             .map_err(websocket_error)?;
@@ -71,6 +57,30 @@ impl Client {
             }
         })))
     }
+}
+
+/// A WebSocket handshake request for an http(s) URL, with the token (if any) in Coder's header:
+/// never in the URL, which ends up in logs.
+pub(crate) fn websocket_request(
+    mut url: url::Url,
+    token: Option<&str>,
+) -> Result<tungstenite::handshake::client::Request, ClientError> {
+    let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
+    url.set_scheme(scheme)
+        .map_err(|()| ClientError::Decode(format!("cannot make a WebSocket URL of {url}")))?;
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| ClientError::WebSocket(Box::new(e)))?;
+    if let Some(token) = token {
+        let value = token
+            .parse()
+            .map_err(|_| ClientError::Decode("the token is not a valid header value".into()))?;
+        request
+            .headers_mut()
+            .insert(crate::client::SESSION_TOKEN_HEADER, value);
+    }
+    Ok(request)
 }
 
 /// A refused upgrade carries coderd's error body; surface it like any API error.

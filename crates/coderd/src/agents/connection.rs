@@ -43,9 +43,11 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
             .sink_map_err(io::Error::other)
             .with(|bytes: bytes::Bytes| async move { Ok::<_, io::Error>(Message::Binary(bytes)) });
         let session = Session::new_server(WsIo::new(incoming, outgoing), agentsdk::yamux_config());
-        let generation = state.agents.insert(auth.agent.id, session.control());
         let (inbound_tx, mut inbound) = mpsc::channel(64);
         let (closed_tx, mut closed) = watch::channel(false);
+        let generation = state
+            .agents
+            .insert(auth.agent.id, session.control(), closed.clone());
         let driver = agentsdk::drive(session, inbound_tx, closed_tx);
         if let Err(e) = state.store.agent_connected(auth.agent.id).await {
             tracing::warn!(error = %e, "recording the agent's connection");

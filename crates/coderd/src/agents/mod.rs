@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio_yamux::Control;
 use uuid::Uuid;
 
@@ -20,30 +21,33 @@ pub const TOUCH_INTERVAL: Duration = Duration::from_secs(15);
 /// recorded disconnect (its coderd died).
 pub const INACTIVE_AFTER: Duration = Duration::from_secs(45);
 
+/// One registered connection: its generation, its control, and a flag that flips when it ends.
+type Entry = (u64, Control, watch::Receiver<bool>);
+
 /// The agents connected to this process: each with its connection's control (to open streams to
 /// it) and a generation, so a stale connection's cleanup never unregisters its successor.
 #[derive(Clone, Default)]
 pub struct Registry {
-    connected: Arc<Mutex<HashMap<Uuid, (u64, Control)>>>,
+    connected: Arc<Mutex<HashMap<Uuid, Entry>>>,
     next: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Registry {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, (u64, Control)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Entry>> {
         self.connected.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a connection; returns its generation.
-    pub fn insert(&self, agent: Uuid, control: Control) -> u64 {
+    /// Registers a connection whose end flips `closed`; returns its generation.
+    pub fn insert(&self, agent: Uuid, control: Control, closed: watch::Receiver<bool>) -> u64 {
         let generation = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.lock().insert(agent, (generation, control));
+        self.lock().insert(agent, (generation, control, closed));
         generation
     }
 
     /// Unregisters a connection; returns true when no newer one replaced it.
     pub fn remove(&self, agent: Uuid, generation: u64) -> bool {
         let mut map = self.lock();
-        if map.get(&agent).is_some_and(|(g, _)| *g == generation) {
+        if map.get(&agent).is_some_and(|(g, _, _)| *g == generation) {
             map.remove(&agent);
             true
         } else {
@@ -56,7 +60,14 @@ impl Registry {
     }
 
     pub fn control(&self, agent: Uuid) -> Option<Control> {
-        self.lock().get(&agent).map(|(_, c)| c.clone())
+        self.lock().get(&agent).map(|(_, c, _)| c.clone())
+    }
+
+    /// The agent's control and the flag that flips when its connection ends.
+    pub fn connection(&self, agent: Uuid) -> Option<(Control, watch::Receiver<bool>)> {
+        self.lock()
+            .get(&agent)
+            .map(|(_, c, closed)| (c.clone(), closed.clone()))
     }
 
     pub fn len(&self) -> usize {

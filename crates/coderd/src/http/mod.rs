@@ -58,6 +58,7 @@ pub fn router(state: AppState, options: Options) -> Router {
         .merge(workspaces::routes())
         .merge(provisioners::routes())
         .merge(agents::routes())
+        .merge(crate::relay::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);

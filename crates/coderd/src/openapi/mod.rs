@@ -91,6 +91,9 @@ use crate::http::{
         agents::get_agent,
         agents::agent_logs,
         agents::watch_metadata,
+        crate::relay::routes::connect,
+        crate::relay::routes::pty,
+        crate::relay::routes::listening_ports,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

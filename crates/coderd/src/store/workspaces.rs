@@ -592,4 +592,18 @@ impl Store {
         })
         .await
     }
+
+    /// Bumps `last_used_at` of workspaces someone is connected to (the relay's usage).
+    pub async fn mark_workspaces_used(&self, workspaces: &[Uuid]) -> Result<()> {
+        timed("mark_workspaces_used", async {
+            sqlx::query!(
+                "UPDATE workspaces SET last_used_at = now() WHERE id = ANY($1)",
+                workspaces
+            )
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
 }

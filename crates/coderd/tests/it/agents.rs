@@ -11,7 +11,7 @@ use codersdk::agentsdk::{
     Response, StartupInfo, Stats,
 };
 use codersdk::proto::{Agent, AgentAuth, AgentMetadata, App, Env, Resource, Script};
-use codersdk::workspaces::{CreateWorkspaceBuildRequest, Workspace};
+use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace};
 use futures::StreamExt;
 use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use testutil::{TestApp, eventually, wait_build};
@@ -70,13 +70,41 @@ fn agent_template(token: &str) -> EchoTemplate {
 
 /// A running workspace whose agent uses `token`.
 async fn workspace(app: &TestApp, owner: &Client, token: &str) -> anyhow::Result<Workspace> {
-    let template = app
-        .echo_template(owner, "agents", &agent_template(token), &[])
-        .await?;
-    testutil::running_workspace(owner, template.id, "dev").await
+    workspace_for(app, owner, "me", "dev", token).await
 }
 
-fn agent_id(ws: &Workspace) -> Uuid {
+/// A running workspace `name` of `user`, created by `admin` from a template of its own whose
+/// agent uses `token`.
+pub(crate) async fn workspace_for(
+    app: &TestApp,
+    admin: &Client,
+    user: &str,
+    name: &str,
+    token: &str,
+) -> anyhow::Result<Workspace> {
+    let template = app
+        .echo_template(
+            admin,
+            &testutil::unique("agents"),
+            &agent_template(token),
+            &[],
+        )
+        .await?;
+    let ws = admin
+        .create_workspace(
+            user,
+            &CreateWorkspaceRequest {
+                template_id: Some(template.id),
+                name: name.into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    wait_build(admin, ws.latest_build.id).await?;
+    Ok(admin.workspace(ws.id).await?)
+}
+
+pub(crate) fn agent_id(ws: &Workspace) -> Uuid {
     ws.latest_build.resources[0].agents[0].id
 }
 

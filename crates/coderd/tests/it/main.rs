@@ -10,5 +10,6 @@ mod migrations;
 mod openapi;
 mod queue;
 mod rbac;
+mod relay;
 mod robustness;
 mod users;

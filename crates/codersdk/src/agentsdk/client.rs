@@ -5,7 +5,7 @@ use std::io;
 
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch};
-use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
+use tokio_tungstenite::tungstenite;
 use tokio_yamux::{Config, Control, Session, StreamHandle};
 use url::Url;
 
@@ -58,23 +58,11 @@ where
 impl AgentConnection {
     /// Dials `<coderd>/api/v2/workspaceagents/me/rpc` with the agent's token.
     pub async fn connect(coderd: &Url, token: &str) -> Result<Self, ClientError> {
-        let mut url = Url::parse(&format!(
+        let url = Url::parse(&format!(
             "{}{RPC_PATH}",
             coderd.as_str().trim_end_matches('/')
         ))?;
-        let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
-        url.set_scheme(scheme)
-            .map_err(|()| ClientError::Decode(format!("cannot make a WebSocket URL of {url}")))?;
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| ClientError::WebSocket(Box::new(e)))?;
-        let value = token.parse().map_err(|_| {
-            ClientError::Decode("the agent token is not a valid header value".into())
-        })?;
-        request
-            .headers_mut()
-            .insert(crate::client::SESSION_TOKEN_HEADER, value);
+        let request = crate::logs::websocket_request(url, Some(token))?;
         // TCP_NODELAY: each API call is a few small writes (yamux frame headers and bodies);
         // with Nagle on, the later ones wait for coderd's delayed ACK, ~40 ms per call.
         let (socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)

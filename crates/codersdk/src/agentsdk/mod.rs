@@ -11,6 +11,7 @@
 //! Frames are a 4-byte big-endian length and that many bytes of JSON, at most [`MAX_FRAME`].
 
 mod client;
+mod pipe;
 mod transport;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use client::{AgentConnection, drive, yamux_config};
+pub use pipe::pipe;
 pub use transport::{WsIo, exchange, read_frame, reply, write_frame};
 
 /// The agent's connection endpoint.
