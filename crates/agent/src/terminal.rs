@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::Path;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -21,6 +22,47 @@ pub(crate) struct Terminal {
     pub(crate) child: Child,
 }
 
+/// A terminal not yet running anything.
+pub(crate) struct Opened {
+    pty: pty_process::Pty,
+    pts: pty_process::Pts,
+    /// The terminal device (`/dev/pts/N`), for `SSH_TTY`.
+    pub(crate) path: Option<PathBuf>,
+}
+
+/// A new terminal of `cols`×`rows`.
+pub(crate) fn open(cols: u16, rows: u16) -> io::Result<Opened> {
+    let (pty, pts) = pty_process::open().map_err(into_io)?;
+    pty.resize(size(cols, rows)).map_err(into_io)?;
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", pts.as_raw_fd())).ok();
+    Ok(Opened { pty, pts, path })
+}
+
+impl Opened {
+    /// Starts `program args…` on the terminal with exactly `env` in `dir`.
+    pub(crate) fn start(
+        self,
+        program: &Path,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        dir: &Path,
+    ) -> io::Result<Terminal> {
+        let child = pty_process::Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .current_dir(dir)
+            .spawn(self.pts)
+            .map_err(into_io)?;
+        let (output, input) = self.pty.into_split();
+        Ok(Terminal {
+            output: Output(output),
+            input,
+            child,
+        })
+    }
+}
+
 /// Starts `program args…` with exactly `env` in `dir` on a new terminal of `cols`×`rows`.
 pub(crate) fn spawn(
     program: &Path,
@@ -30,21 +72,7 @@ pub(crate) fn spawn(
     cols: u16,
     rows: u16,
 ) -> io::Result<Terminal> {
-    let (pty, pts) = pty_process::open().map_err(into_io)?;
-    pty.resize(size(cols, rows)).map_err(into_io)?;
-    let child = pty_process::Command::new(program)
-        .args(args)
-        .env_clear()
-        .envs(env)
-        .current_dir(dir)
-        .spawn(pts)
-        .map_err(into_io)?;
-    let (output, input) = pty.into_split();
-    Ok(Terminal {
-        output: Output(output),
-        input,
-        child,
-    })
+    open(cols, rows)?.start(program, args, env, dir)
 }
 
 /// Sets the terminal's size; a zero dimension keeps the terminal usable (one cell).
@@ -107,6 +135,11 @@ mod tests {
         .await??;
         let seen = String::from_utf8_lossy(&seen);
         assert!(seen.contains("40 120"), "{seen}");
+        assert!(
+            open(80, 24)?
+                .path
+                .is_some_and(|p| p.starts_with("/dev/pts"))
+        );
         assert!(seen.contains("got hello"), "{seen}");
         assert!(term.child.wait().await?.success());
         Ok(())

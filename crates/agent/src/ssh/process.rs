@@ -54,13 +54,15 @@ impl Running {
     ) -> io::Result<Self> {
         let mut env = login.shell.env.clone();
         env.insert("TERM".into(), pty.term.clone());
-        let term = terminal::spawn(
+        let opened = terminal::open(pty.cols, pty.rows)?;
+        if let Some(path) = &opened.path {
+            env.insert("SSH_TTY".into(), path.to_string_lossy().into_owned());
+        }
+        let term = opened.start(
             &login.shell.program,
             &Login::args(command),
             &env,
             &login.shell.dir,
-            pty.cols,
-            pty.rows,
         )?;
         let group = term.child.id();
         let mut child = term.child;

@@ -221,6 +221,8 @@ impl Peer {
         let state = self.state.clone();
         let task = tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
+                // As a relay would: small packets (window adjustments) must not wait.
+                let _ = socket.set_nodelay(true);
                 let state = state.clone();
                 let header = header.clone();
                 tokio::spawn(async move {

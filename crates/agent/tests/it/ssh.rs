@@ -338,10 +338,9 @@ async fn interactive_shells_get_a_terminal_the_motd_and_window_changes() -> anyh
     let tmux = Tmux::start(&ws.ssh_line(&["-tt"]), 80, 24).await?;
     tmux.wait_for("Welcome to the dev workspace").await?;
     // The marker is computed so that the typed line itself never matches.
-    tmux.type_line("tty; stty size; echo TERM=$TERM done-$((6*7))")
+    tmux.type_line("stty size; [ \"$(tty)\" = \"$SSH_TTY\" ] && echo tty-$((6*7))")
         .await?;
-    let screen = tmux.wait_for("done-42").await?;
-    assert!(screen.contains("/dev/pts/"), "{screen}");
+    let screen = tmux.wait_for("tty-42").await?;
     assert!(screen.contains("24 80"), "{screen}");
 
     tmux.run(&["resize-window", "-t", "0", "-x", "100", "-y", "30"])
@@ -527,4 +526,100 @@ async fn the_host_key_survives_agent_restarts() -> anyhow::Result<()> {
 
 fn read_to_string(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// russh's client, for what OpenSSH's cannot be made to do (send a signal).
+struct AnyHostKey;
+
+impl russh::client::Handler for AnyHostKey {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        _key: &russh::keys::PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+}
+
+#[tokio::test]
+async fn client_signals_reach_the_command_and_come_back_as_its_exit_signal() -> anyhow::Result<()> {
+    let ws = Workspace::start().await?;
+    let stream = tokio::net::TcpStream::connect(("127.0.0.1", ws.bridge.port)).await?;
+    let config = std::sync::Arc::new(russh::client::Config::default());
+    let mut client = russh::client::connect_stream(config, stream, AnyHostKey).await?;
+    let auth = client.authenticate_none("coder").await?;
+    anyhow::ensure!(auth.success(), "{auth:?}");
+    let mut channel = client.channel_open_session().await?;
+    channel.exec(true, "echo started; exec sleep 30").await?;
+    let mut exit = None;
+    let ended = tokio::time::timeout(PATIENCE, async {
+        while let Some(message) = channel.wait().await {
+            match message {
+                russh::ChannelMsg::Data { data } if data.starts_with(b"started") => {
+                    channel.signal(russh::Sig::INT).await?;
+                }
+                russh::ChannelMsg::ExitSignal { signal_name, .. } => {
+                    exit = Some(format!("signal {signal_name:?}"));
+                }
+                russh::ChannelMsg::ExitStatus { exit_status } => {
+                    exit = Some(format!("status {exit_status}"));
+                }
+                _ => {}
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })
+    .await;
+    ended.context("the command outlived its signal")??;
+    assert_eq!(exit.as_deref(), Some("signal INT"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_tunnel_to_a_jetbrains_backend_counts_as_a_jetbrains_session() -> anyhow::Result<()> {
+    let ws = Workspace::start().await?;
+    // A stand-in IDE backend: a listener whose command line names JetBrains, as theirs do.
+    let mut backend = Command::new("perl")
+        .args([
+            "-MIO::Socket::INET",
+            "-e",
+            "$| = 1; my $s = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1:0') \
+             or die $!; print $s->sockport, \"\\n\"; while (my $c = $s->accept) { sleep 60 }",
+            "--",
+            "-Didea.vendor.name=JetBrains",
+        ])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut line = String::new();
+    let stdout = backend.stdout.take().context("piped")?;
+    tokio::time::timeout(
+        PATIENCE,
+        tokio::io::AsyncBufReadExt::read_line(&mut tokio::io::BufReader::new(stdout), &mut line),
+    )
+    .await??;
+    let backend_port: u16 = line.trim().parse().context(line.clone())?;
+
+    let local = free_port()?;
+    let _tunnel = ws
+        .ssh(
+            &["-N", "-L", &format!("{local}:127.0.0.1:{backend_port}")],
+            &[],
+        )
+        .spawn()?;
+    let _connection = tokio::time::timeout(PATIENCE, async {
+        loop {
+            if let Ok(conn) = tokio::net::TcpStream::connect(("127.0.0.1", local)).await {
+                return conn;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await?;
+    ws.peer
+        .wait_for("a JetBrains session in the stats", |p| {
+            p.stats().iter().any(|s| s.session_count_jetbrains >= 1)
+        })
+        .await
 }
