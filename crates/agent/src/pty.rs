@@ -245,7 +245,7 @@ pub(crate) async fn attach(
     if accept(&mut stream).await.is_ok() {
         let _session = stats.session(SessionKind::ReconnectingPty);
         let _open = stats.connection("reconnecting_pty");
-        let stream = Counted::new(stream, stats.clone());
+        let stream = Counted::client(stream, stats.clone());
         relay(stream, &pty, subscription.replay, subscription.live).await;
     }
     if let Some(detached) = pty.unsubscribe(subscription.client) {

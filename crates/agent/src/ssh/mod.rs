@@ -13,19 +13,18 @@ mod session;
 mod sftp;
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
+use codersdk::agentsdk::pipe;
 use russh::server::{Auth, ChannelOpenHandle, Msg, Session};
 use russh::{Channel, ChannelId, MethodKind, MethodSet, Sig};
-use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
+use tokio::io::DuplexStream;
 use tokio::task::JoinHandle;
 use tokio_yamux::StreamHandle;
 
-use crate::streams::{Counted, Services, accept, copy, refuse};
+use crate::stats::Stats;
+use crate::streams::{Counted, Services, accept, refuse};
 
 /// What the agent's SSH server calls itself in the protocol banner.
 const SERVER_ID: &str = "SSH-2.0-Coder_agent";
@@ -66,7 +65,7 @@ pub(crate) async fn serve(mut stream: StreamHandle, services: Arc<Services>) {
         inactivity_timeout: None,
         ..russh::server::Config::default()
     });
-    let io = decouple(Counted::new(stream, services.stats.clone()));
+    let io = decouple(stream, services.stats.clone());
     let connection = Connection {
         services,
         forwards: HashMap::new(),
@@ -85,67 +84,17 @@ pub(crate) async fn serve(mut stream: StreamHandle, services: Arc<Services>) {
 /// way.
 const DECOUPLING: usize = 1 << 20;
 
-/// Puts the stream's reading and writing on tasks of their own. russh awaits its writes
-/// without reading meanwhile, and a tokio-yamux stream takes in new send window only when it
-/// is read or written to: joined directly, a large download stalls once the window runs out.
-/// Even decoupled, the reading task stops reading while the buffer towards russh is full, so
-/// the writing side is also retried on a short tick when it waits for window (see [`Nudged`]).
-fn decouple(stream: impl AsyncRead + AsyncWrite + Send + 'static) -> DuplexStream {
+/// Joins the stream to russh through a buffer, with the stream kept read while russh is busy:
+/// russh awaits its writes without reading meanwhile, and a tokio-yamux stream takes in new
+/// send window only while it is read (see `codersdk::agentsdk::pipe`).
+fn decouple(stream: StreamHandle, stats: Arc<Stats>) -> DuplexStream {
     let (ours, theirs) = tokio::io::duplex(DECOUPLING);
-    let (stream_read, stream_write) = tokio::io::split(stream);
-    let (theirs_read, theirs_write) = tokio::io::split(theirs);
     tokio::spawn(async move {
-        let _ = tokio::try_join!(
-            copy(stream_read, theirs_write, |_| {}),
-            copy(theirs_read, Nudged::new(stream_write), |_| {}),
-        );
+        if let Err(error) = pipe(stream, Counted::workspace(theirs, stats)).await {
+            tracing::debug!(%error, "an SSH connection's stream ended with an error");
+        }
     });
     ours
-}
-
-/// How soon a write waiting for window is retried.
-const NUDGE: Duration = Duration::from_millis(10);
-
-/// A writer whose pending writes are polled again every [`NUDGE`], whether or not anything
-/// woke them. A tokio-yamux stream applies the window updates it has received whenever a
-/// write is attempted, but wakes a waiting writer only if its reader is being polled.
-struct Nudged<W> {
-    inner: W,
-    tick: Pin<Box<tokio::time::Sleep>>,
-}
-
-impl<W> Nudged<W> {
-    fn new(inner: W) -> Self {
-        Self {
-            inner,
-            tick: Box::pin(tokio::time::sleep(NUDGE)),
-        }
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncWrite for Nudged<W> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if polled.is_pending() {
-            let next = tokio::time::Instant::now() + NUDGE;
-            self.tick.as_mut().reset(next);
-            // Registers the wake-up; the tick cannot be due already.
-            let _ = self.tick.as_mut().poll(cx);
-        }
-        polled
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
 }
 
 /// One SSH connection's state: the `ssh -R` listeners it asked for, which live as long as it.

@@ -109,11 +109,36 @@ async fn echo(mut stream: StreamHandle) {
 pub(crate) struct Counted<S> {
     inner: S,
     stats: Arc<Stats>,
+    /// Whether reads come from the client (the client's stream) or go to it (the workspace
+    /// side of a forward).
+    reads_from_client: bool,
 }
 
 impl<S> Counted<S> {
-    pub(crate) fn new(inner: S, stats: Arc<Stats>) -> Self {
-        Self { inner, stats }
+    /// The client's stream: what is read was received, what is written was sent.
+    pub(crate) fn client(inner: S, stats: Arc<Stats>) -> Self {
+        Self {
+            inner,
+            stats,
+            reads_from_client: true,
+        }
+    }
+
+    /// The workspace's end of a forward: what is read goes to the client.
+    pub(crate) fn workspace(inner: S, stats: Arc<Stats>) -> Self {
+        Self {
+            inner,
+            stats,
+            reads_from_client: false,
+        }
+    }
+
+    fn count(&self, read: bool, bytes: usize) {
+        if read == self.reads_from_client {
+            self.stats.received(bytes);
+        } else {
+            self.stats.sent(bytes);
+        }
     }
 }
 
@@ -125,7 +150,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        self.stats.received(buf.filled().len() - before);
+        self.count(true, buf.filled().len() - before);
         polled
     }
 }
@@ -138,7 +163,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = polled {
-            self.stats.sent(n);
+            self.count(false, n);
         }
         polled
     }

@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_yamux::StreamHandle;
 
-use super::{accept, copy, refuse};
+use codersdk::agentsdk::pipe;
+
+use super::{Counted, accept, refuse};
 use crate::stats::Stats;
 
 /// How long dialling a workspace port may take before the client is told it timed out.
@@ -24,14 +26,7 @@ pub(super) async fn forward(mut stream: StreamHandle, port: u16, stats: Arc<Stat
         return;
     }
     let _open = stats.connection("tcp");
-    let (client_read, client_write) = tokio::io::split(stream);
-    let (target_read, target_write) = target.into_split();
-    // The first error ends both directions: a reset on one side would otherwise leave the
-    // other waiting forever.
-    if let Err(error) = tokio::try_join!(
-        copy(client_read, target_write, |n| stats.received(n)),
-        copy(target_read, client_write, |n| stats.sent(n)),
-    ) {
+    if let Err(error) = pipe(stream, Counted::workspace(target, stats.clone())).await {
         tracing::debug!(port, %error, "a forwarded connection ended with an error");
     }
 }

@@ -46,6 +46,30 @@ async fn tcp_streams_reach_workspace_ports_and_are_counted() -> anyhow::Result<(
     Ok(())
 }
 
+/// Far more in flight both ways than every window and buffer on the path, as an echo puts it:
+/// the forward must keep both directions moving.
+#[tokio::test]
+async fn tcp_echoes_larger_than_every_window_complete() -> anyhow::Result<()> {
+    const SIZE: usize = 8 << 20;
+    let port = echo_server().await?;
+    let (peer, _agent) = ready_agent().await?;
+    let stream = peer.open_ok(StreamHeader::Tcp { port }).await?;
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let data: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
+    let sent = data.clone();
+    let writing = tokio::spawn(async move {
+        writer.write_all(&sent).await?;
+        Ok::<_, std::io::Error>(writer)
+    });
+    let mut back = vec![0u8; SIZE];
+    tokio::time::timeout(Duration::from_secs(30), reader.read_exact(&mut back))
+        .await
+        .context("the echo stalled")??;
+    writing.await??;
+    assert!(back == data, "the echo differs");
+    Ok(())
+}
+
 #[tokio::test]
 async fn tcp_reaches_services_listening_only_on_ipv6_loopback() -> anyhow::Result<()> {
     let Ok(service) = tokio::net::TcpListener::bind("[::1]:0").await else {
