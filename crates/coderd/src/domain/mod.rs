@@ -8,6 +8,7 @@ pub mod builds;
 mod error;
 pub mod jobs;
 pub mod keys;
+pub mod logs;
 pub mod parameters;
 pub mod render;
 pub mod resolve;

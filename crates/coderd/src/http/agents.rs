@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -21,8 +21,9 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{Auth, Json, Path, Query, empty_as_none, token_from_parts};
-use super::jobs::LogParams;
+use super::jobs::{LogParams, follow};
 use crate::authz::Action;
+use crate::domain::logs::AgentLogTail;
 use crate::domain::resolve;
 use crate::error::{ApiError, ApiResult};
 use crate::pubsub::channels;
@@ -122,44 +123,9 @@ pub(super) async fn agent_logs(
         ApiError::bad_request("Following logs needs a WebSocket.")
             .with_detail("send the request as a WebSocket upgrade, or drop follow=true")
     })?;
-    Ok(ws.on_upgrade(move |socket| follow(state, id, after, socket)))
-}
-
-/// Streams an agent's logs: everything after `after`, then new lines as they arrive, until the
-/// client leaves or coderd stops (agent logs have no natural end).
-async fn follow(state: AppState, agent: Uuid, after: i64, mut socket: WebSocket) {
-    let mut events = state
-        .pubsub
-        .subscribe(channels::AGENT_LOGS, Some(agent.to_string()));
-    let mut last = after;
-    loop {
-        match state.store.agent_logs_after(agent, last).await {
-            Ok(rows) => {
-                for row in rows {
-                    last = row.id;
-                    let Ok(text) = serde_json::to_string(&log(row)) else {
-                        continue;
-                    };
-                    if socket.send(Message::Text(text.into())).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "reading agent logs");
-                break;
-            }
-        }
-        tokio::select! {
-            () = state.shutdown.cancelled() => break,
-            event = events.recv() => if event.is_none() { break },
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                Some(Ok(_)) => {}
-            },
-        }
-    }
-    let _ = socket.send(Message::Close(None)).await;
+    // Agent logs have no natural end: the stream lasts until the client leaves.
+    let tail = AgentLogTail::new(&state, id, after);
+    Ok(ws.on_upgrade(move |socket| follow(tail, log, socket)))
 }
 
 fn metadata(entries: Vec<MetadataEntry>) -> Vec<WorkspaceAgentMetadata> {

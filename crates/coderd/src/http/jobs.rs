@@ -4,12 +4,13 @@
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
 use codersdk::provisioners::ProvisionerJobLog;
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{Json, empty_as_none};
+use crate::domain::logs::{JobLogTail, LogTail};
 use crate::error::{ApiError, ApiResult};
-use crate::pubsub::channels;
 use crate::store::LogRow;
 
 fn log(row: LogRow) -> ProvisionerJobLog {
@@ -48,56 +49,34 @@ pub async fn logs(
         ApiError::bad_request("Following logs needs a WebSocket.")
             .with_detail("send the request as a WebSocket upgrade, or drop follow=true")
     })?;
-    Ok(ws.on_upgrade(move |socket| follow(state, job, after, socket)))
+    Ok(ws.on_upgrade(move |socket| follow(JobLogTail::new(&state, job, after), log, socket)))
 }
 
-async fn follow(state: AppState, job: Uuid, after: i64, mut socket: WebSocket) {
-    // Subscribe before the first read so no line committed in between is missed.
-    let mut events = state
-        .pubsub
-        .subscribe(channels::JOB_LOGS, Some(job.to_string()));
-    let mut last = after;
+/// Sends a tail's lines as JSON text messages until it ends or the client leaves.
+pub async fn follow<T: LogTail, S: Serialize>(
+    mut tail: T,
+    render: fn(T::Line) -> S,
+    mut socket: WebSocket,
+) {
     loop {
-        let rows = match state.store.job_logs_after(job, last).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                tracing::warn!(error = %e, "reading job logs");
-                break;
-            }
-        };
-        for row in rows {
-            last = row.id;
-            let Ok(text) = serde_json::to_string(&log(row)) else {
-                continue;
-            };
-            if socket.send(Message::Text(text.into())).await.is_err() {
-                return;
-            }
-        }
-        // Completion is announced after the last line commits: re-read once more after seeing it.
-        match state.store.job_by_id(job).await {
-            Ok(j) if j.completed_at.is_some() => {
-                let rest = state
-                    .store
-                    .job_logs_after(job, last)
-                    .await
-                    .unwrap_or_default();
-                for row in rest {
-                    let Ok(text) = serde_json::to_string(&log(row)) else {
-                        continue;
-                    };
-                    if socket.send(Message::Text(text.into())).await.is_err() {
-                        return;
+        tokio::select! {
+            batch = tail.next() => match batch {
+                Ok(Some(lines)) => {
+                    for line in lines {
+                        let Ok(text) = serde_json::to_string(&render(line)) else {
+                            continue;
+                        };
+                        if socket.send(Message::Text(text.into())).await.is_err() {
+                            return;
+                        }
                     }
                 }
-                break;
-            }
-            Ok(_) => {}
-            Err(_) => break,
-        }
-        tokio::select! {
-            () = state.shutdown.cancelled() => break,
-            event = events.recv() => if event.is_none() { break },
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "following logs");
+                    break;
+                }
+            },
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
                 Some(Ok(_)) => {}

@@ -6,12 +6,13 @@
 use coderd::authz::{Action, Subject};
 use coderd::domain::Error;
 use coderd::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
+use coderd::domain::logs::{JobLogTail, LogTail};
 use coderd::domain::{resolve, search, session, views};
 use codersdk::ClientError;
 use codersdk::proto::{Agent, AgentAuth, Resource};
 use codersdk::provisionerd::Transition;
 use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest, WorkspaceStatus};
-use provisionerd::engines::echo::{BuildStage, EchoState, EchoTemplate};
+use provisionerd::engines::echo::{BuildStage, EchoState, EchoTemplate, Flood};
 use testutil::{TestApp, wait_build};
 use uuid::Uuid;
 
@@ -378,5 +379,80 @@ async fn the_domain_renders_exactly_what_the_api_returns() -> anyhow::Result<()>
         .await
         .expect_err("garbage");
     assert!(matches!(refused, Error::Unauthorized { .. }), "{refused:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_log_tail_returns_the_whole_log_live_and_ends_with_the_job() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let chatty = EchoTemplate {
+        start: Some(BuildStage {
+            flood: Some(Flood {
+                lines: 200,
+                line_bytes: 40,
+                ..Default::default()
+            }),
+            delay_ms: 300,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let template = app.echo_template(&owner, "chatty", &chatty, &[]).await?;
+    let ws = owner
+        .create_workspace(
+            "me",
+            &CreateWorkspaceRequest {
+                template_id: Some(template.id),
+                name: "dev".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    let mine = subject_of(&app, &owner).await?;
+    let (build, _) = resolve::build(&app.state, &mine, ws.latest_build.id).await?;
+    // Joins while the build runs; a second tail starts part-way through.
+    let mut tail = JobLogTail::new(&app.state, build.job_id, 0);
+    let mut live = Vec::new();
+    let mut middle = None;
+    while let Some(lines) =
+        tokio::time::timeout(std::time::Duration::from_secs(60), tail.next()).await??
+    {
+        assert!(!lines.is_empty(), "batches are never empty");
+        if middle.is_none() && live.len() > 50 {
+            let after = lines[0].id;
+            middle = Some((after, JobLogTail::new(&app.state, build.job_id, after)));
+        }
+        live.extend(lines.into_iter().map(|l| (l.id, l.output)));
+    }
+    let stored = owner.workspace_build_logs(ws.latest_build.id).await?;
+    assert_eq!(
+        live,
+        stored
+            .iter()
+            .map(|l| (l.id, l.output.clone()))
+            .collect::<Vec<_>>(),
+        "every stored line, in order, once, and the tail ended with the job"
+    );
+    assert!(
+        stored
+            .iter()
+            .filter(|l| l.output.starts_with("flood line"))
+            .count()
+            == 200
+    );
+    let (after, mut middle) = middle.expect("joined part-way");
+    let mut rest = Vec::new();
+    while let Some(lines) = middle.next().await? {
+        rest.extend(lines.into_iter().map(|l| l.id));
+    }
+    assert_eq!(
+        rest,
+        live.iter()
+            .map(|(id, _)| *id)
+            .filter(|id| *id > after)
+            .collect::<Vec<_>>(),
+        "a tail started part-way returns exactly what followed"
+    );
     Ok(())
 }
