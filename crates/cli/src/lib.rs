@@ -4,6 +4,7 @@ mod agents;
 mod archive;
 mod commands;
 mod config;
+mod errors;
 mod jobs;
 mod orgs;
 mod output;
@@ -17,6 +18,7 @@ use codersdk::Client;
 use url::Url;
 
 pub use config::ConfigDir;
+pub use errors::render as render_error;
 
 /// Coder: self-hosted cloud development environments.
 #[derive(Debug, Parser)]

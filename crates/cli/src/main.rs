@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("{}", cli::render_error(&e));
             ExitCode::FAILURE
         }
     }

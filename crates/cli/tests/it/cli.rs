@@ -194,3 +194,70 @@ async fn users_and_tokens_commands() -> anyhow::Result<()> {
     assert!(String::from_utf8_lossy(&denied.stderr).contains("403"));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_requests_print_message_detail_and_every_field() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let coder = Coder::new()?;
+    let url = app.url.as_str();
+    let out = coder.run(&[
+        "login",
+        url,
+        "--first-user-username",
+        "me",
+        "--first-user-email",
+        "not-an-email",
+        "--first-user-password",
+        PASSWORD,
+    ])?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("400: Validation failed."), "{stderr}");
+    assert!(
+        stderr.contains("\n  email: must be a valid email address"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\n  username: \"me\" is reserved"),
+        "{stderr}"
+    );
+
+    coder.ok(&[
+        "login",
+        url,
+        "--first-user-username",
+        "admin",
+        "--first-user-email",
+        "admin@example.com",
+        "--first-user-password",
+        PASSWORD,
+    ])?;
+    let out = coder.run(&[
+        "users",
+        "create",
+        "--username",
+        "bad name",
+        "--email",
+        "b@example.com",
+        "--full-name",
+        " padded",
+        "--password",
+        PASSWORD,
+    ])?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\n  username: may contain only"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\n  name: must not start or end with whitespace"),
+        "{stderr}"
+    );
+    // A refusal with a detail and no fields shows the detail.
+    let out = coder.run(&["tokens", "create", "--lifetime", "99999h"])?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\n  lifetime: must be at most"), "{stderr}");
+    Ok(())
+}
