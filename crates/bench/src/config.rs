@@ -35,6 +35,9 @@ pub struct Sizes {
     /// P8: simulated agents, and their steady-state window.
     pub agents: usize,
     pub agent_window: Duration,
+    /// Issue 11: sequential template imports of archives of this size.
+    pub upload_imports: usize,
+    pub upload_bytes: usize,
     /// Time limit for any single wait (a job to finish, a process to answer).
     pub timeout: Duration,
 }
@@ -60,6 +63,8 @@ impl Sizes {
             terraform_builds: 20,
             agents: 2_000,
             agent_window: Duration::from_secs(60),
+            upload_imports: 100,
+            upload_bytes: 9 << 20,
             timeout: Duration::from_secs(60),
         }
     }
@@ -78,6 +83,7 @@ impl Sizes {
             terraform_builds: 4,
             agents: 200,
             agent_window: Duration::from_secs(8),
+            upload_imports: 30,
             ..Self::full()
         }
     }
@@ -103,6 +109,8 @@ impl Sizes {
             terraform_builds: 2,
             agents: 20,
             agent_window: Duration::from_secs(3),
+            upload_imports: 3,
+            upload_bytes: 1 << 20,
             timeout: Duration::from_secs(60),
         }
     }

@@ -35,6 +35,15 @@ struct Args {
     /// Measure nothing: render a report saved with --json (table, and docs with --write-docs).
     #[arg(long, value_name = "PATH")]
     render: Option<PathBuf>,
+    /// Run only this scenario (its rows alone: not written into the docs' table).
+    #[arg(long, value_enum, conflicts_with_all = ["render", "write_docs"])]
+    only: Option<Only>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Only {
+    /// Sequential large template imports and coderd's memory after them (issue 11).
+    Uploads,
 }
 
 #[tokio::main]
@@ -57,9 +66,10 @@ async fn main() -> anyhow::Result<()> {
     let mut config = Config::new(profile, sizes, coder_bin);
     config.work_dir = args.work_dir;
     config.graphile = !args.no_graphile;
-    let report = match &args.render {
-        Some(path) => bench::Report::read_json(path)?,
-        None => bench::run(&config).await?,
+    let report = match (&args.render, args.only) {
+        (Some(path), _) => bench::Report::read_json(path)?,
+        (None, Some(Only::Uploads)) => bench::run_uploads(&config).await?,
+        (None, None) => bench::run(&config).await?,
     };
     println!("{}", report.table());
     if let Some(path) = &args.json {

@@ -23,7 +23,7 @@ use crate::graphile::{self, GraphileResults};
 use crate::procs::{Cluster, open_dir};
 use crate::report::{Check, Report, Row};
 use crate::scenarios::{
-    Cycling, agents, api, bare, builds, ceiling, list, pickup, startup, terraform,
+    Cycling, agents, api, bare, builds, ceiling, list, pickup, startup, terraform, uploads,
 };
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
@@ -114,8 +114,76 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         .note("3 built-in daemons; PostgreSQL's own processes not included"),
     );
     report.counts.insert("startup_runs".into(), runs.len());
+    upload_rows(config, &work, &mut report, &progress).await?;
     progress.step("done");
     Ok(report)
+}
+
+/// Only the large-template-imports scenario (`coder-bench --only uploads`).
+pub async fn run_uploads(config: &Config) -> anyhow::Result<Report> {
+    let progress = Progress(Instant::now());
+    let temp = tempfile::Builder::new()
+        .prefix("coder-bench-")
+        .tempdir_in("/tmp")?;
+    let work = match &config.work_dir {
+        Some(dir) => open_dir(dir)?,
+        None => open_dir(temp.path())?,
+    };
+    let mut report = Report {
+        conditions: Conditions::of_machine(&config.profile, &config.coder_bin, 1),
+        rows: Vec::new(),
+        notes: Vec::new(),
+        counts: BTreeMap::new(),
+    };
+    upload_rows(config, &work, &mut report, &progress).await?;
+    progress.step("done");
+    Ok(report)
+}
+
+async fn upload_rows(
+    config: &Config,
+    work: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let sizes = &config.sizes;
+    let mib = sizes.upload_bytes as f64 / 1048576.0;
+    progress.step(&format!(
+        "{} sequential template imports of {mib:.0} MiB",
+        sizes.upload_imports
+    ));
+    let run = uploads::run(
+        &config.coder_bin,
+        &work.join("uploads"),
+        sizes.upload_imports,
+        sizes.upload_bytes,
+        sizes.timeout,
+    )
+    .await
+    .context("measuring large template imports")?;
+    report.rows.push(
+        Row::new(
+            "-",
+            &format!(
+                "coderd RSS after {} sequential {mib:.0} MiB template imports",
+                run.imports
+            ),
+            "MiB",
+            &[run.after.rss_mib],
+        )
+        .baseline("idle RSS", Ok(&[run.idle.rss_mib]))
+        .goal("< 200 MiB", Check::max(200.0))
+        .note(format!(
+            "issue 11; peak {:.1} MiB; {:.1} s; own server, 1 echo daemon",
+            run.after.hwm_mib,
+            run.elapsed.as_secs_f64()
+        )),
+    );
+    report.counts.insert("upload_imports".into(), run.imports);
+    report
+        .counts
+        .insert("upload_archive_bytes".into(), run.archive_bytes);
+    Ok(())
 }
 
 /// A percentile's label and how to read it.

@@ -73,7 +73,7 @@ pub struct StateInner {
     pub relay_usage: crate::relay::Usage,
     pub template_usage: crate::usage::TemplateUsage,
     /// Template archives, for job payloads.
-    pub files: crate::provisioners::payload::FileCache,
+    pub files: crate::provisioners::file_cache::FileCache,
     /// Cancelled when the server shuts down; long-lived connections end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }

@@ -9,6 +9,7 @@ pub mod list;
 pub mod pickup;
 pub mod startup;
 pub mod terraform;
+pub mod uploads;
 
 use std::time::Duration;
 

@@ -1,10 +1,7 @@
 //! Turning an acquired job row into everything the daemon needs to run it, so the daemon never
 //! has to ask coderd (or a database) for anything else. This runs between acquisition and the
-//! daemon receiving its job, so it is kept to one query (plus the template archive, cached:
-//! files never change once uploaded).
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! daemon receiving its job, so it is kept to one query (plus the template archive, from
+//! [`super::file_cache`]).
 
 use codersdk::provisionerd::{
     AcquiredJob, JobKind, Metadata, RichParameterValue, Transition, VariableValue,
@@ -17,8 +14,6 @@ use crate::store::{self, JobRow};
 
 /// How long the workspace owner's token handed to terraform builds lasts.
 const OWNER_TOKEN_LIFETIME: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
-/// Template archives kept in memory (they are small; a few templates serve most builds).
-const FILE_CACHE_ENTRIES: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PayloadError {
@@ -28,33 +23,6 @@ pub enum PayloadError {
     Store(#[from] store::Error),
     #[error("issuing the workspace owner's token: {0}")]
     Token(String),
-}
-
-/// Template archives by file id.
-#[derive(Clone, Default)]
-pub struct FileCache {
-    files: Arc<Mutex<HashMap<Uuid, Arc<Vec<u8>>>>>,
-}
-
-impl FileCache {
-    async fn get(&self, store: &store::Store, id: Uuid) -> Result<Arc<Vec<u8>>, store::Error> {
-        if let Some(data) = self
-            .files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&id)
-        {
-            return Ok(data.clone());
-        }
-        let data = Arc::new(store.file_by_id(id).await?.data);
-        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        if files.len() >= FILE_CACHE_ENTRIES {
-            // Crude but bounded: templates change rarely, so refilling is cheap.
-            files.clear();
-        }
-        files.insert(id, data.clone());
-        Ok(data)
-    }
 }
 
 fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
