@@ -318,3 +318,5 @@ fn errors_name_the_entry() {
     let message = result.expect_err("refused").to_string();
     assert_eq!(message, "x: the link target ../y is outside the template");
 }
+
+mod props;
