@@ -49,15 +49,21 @@ pub enum StreamHeader {
     /// raw bytes both ways.
     Tcp { port: u16 },
     /// coderd forwards a client's UDP "connection" to `port` on the agent's loopback. Payload:
-    /// datagrams both ways, each a 2-byte big-endian length and that many bytes.
+    /// datagrams both ways, each a 2-byte big-endian length and that many bytes. The agent
+    /// gives each stream a socket of its own and ends a stream that carried no datagram
+    /// either way for 2 minutes.
     Udp { port: u16 },
     /// coderd forwards a client's SSH connection to the agent's SSH server. Payload: the SSH
-    /// protocol, raw.
+    /// protocol, raw. The server accepts any SSH authentication (coderd authorised the
+    /// stream); its ed25519 host key is derived from the workspace id and agent name, so it
+    /// stays the same across agent restarts and rebuilds.
     Ssh,
     /// A reconnecting PTY (the web terminal): attach to the PTY `id`, creating it (running
     /// `command`, or the user's login shell when empty) if the agent has none by that id.
-    /// Payload: agent → coderd raw terminal output (first the PTY's buffered output, then live);
-    /// coderd → agent frames (see [`write_frame`]) of [`PtyInput`].
+    /// Payload: agent → coderd raw terminal output (first the PTY's buffered output, at most
+    /// the last 64 KiB, then live); coderd → agent frames (see [`write_frame`]) of
+    /// [`PtyInput`]. The agent ends the stream when the PTY's command exits; a PTY without
+    /// attachments lives on for 5 minutes.
     Pty {
         id: Uuid,
         width: u16,
@@ -66,7 +72,8 @@ pub enum StreamHeader {
         command: String,
     },
     /// The TCP ports listening inside the workspace: the agent answers one
-    /// [`ListeningPorts`] frame after its [`StreamOpen`] and closes the stream.
+    /// [`ListeningPorts`] frame after its [`StreamOpen`] and closes the stream. The agent's
+    /// own sockets and ports below 9 are left out; hiding common non-HTTP ports is coderd's.
     ListeningPorts,
     /// Round-trip probe: the agent echoes every byte it reads.
     Ping,
