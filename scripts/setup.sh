@@ -59,6 +59,22 @@ if [ "${1:-}" = "--tests" ] && ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 
+# What the relay's end-to-end tests drive: the system OpenSSH client, tmux for an interactive
+# terminal, python3 servers inside a workspace.
+if [ "${1:-}" = "--tests" ]; then
+  relay_apt=()
+  command -v ssh >/dev/null 2>&1 || relay_apt+=(openssh-client)
+  command -v tmux >/dev/null 2>&1 || relay_apt+=(tmux)
+  command -v python3 >/dev/null 2>&1 || relay_apt+=(python3)
+  if ((${#relay_apt[@]})); then
+    echo "setup: installing Debian packages for the relay's tests: ${relay_apt[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${relay_apt[@]}" >/dev/null
+  fi
+fi
+
 if ! command -v terraform >/dev/null 2>&1; then
   echo "setup: note: terraform is not on PATH; templates with the terraform provisioner will fail." >&2
   echo "setup: get it from https://developer.hashicorp.com/terraform/install (1.5 or newer)." >&2

@@ -9,6 +9,8 @@ mod jobs;
 mod orgs;
 mod output;
 mod prompt;
+mod reach;
+mod sshclient;
 
 use std::path::PathBuf;
 
@@ -19,6 +21,18 @@ use url::Url;
 
 pub use config::ConfigDir;
 pub use errors::render as render_error;
+
+/// Ends the process with this status and no message (the status of a remote command).
+#[derive(Debug)]
+pub struct Exit(pub i32);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 /// Coder: self-hosted cloud development environments.
 #[derive(Debug, Parser)]
@@ -126,6 +140,15 @@ pub enum Command {
     Provisionerd(ProvisionerdCommand),
     /// Start the workspace agent (run inside a workspace by its template).
     Agent(commands::agent::AgentArgs),
+    /// Start a shell in a workspace, or run a command there.
+    Ssh(commands::ssh::SshArgs),
+    /// Add the workspaces to your SSH config (`ssh coder.<workspace>`).
+    ConfigSsh(commands::config_ssh::ConfigSshArgs),
+    /// Forward local TCP and UDP ports to ports inside a workspace.
+    #[command(alias = "tunnel")]
+    PortForward(commands::port_forward::PortForwardArgs),
+    /// Measure round trips to a workspace's agent, hop by hop.
+    Ping(commands::ping::PingArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -156,6 +179,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             commands::provisionerd::start(&cli.global, args).await
         }
         Command::Agent(args) => commands::agent::run(&cli.global, args).await,
+        Command::Ssh(args) => commands::ssh::run(&cli.global, args).await,
+        Command::ConfigSsh(args) => commands::config_ssh::run(&cli.global, args).await,
+        Command::PortForward(args) => commands::port_forward::run(&cli.global, args).await,
+        Command::Ping(args) => commands::ping::run(&cli.global, args).await,
     }
 }
 

@@ -27,11 +27,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(cli)) {
+    let result = runtime.block_on(cli::run(cli));
+    // A read of an interactive stdin may still be blocked in the runtime's thread pool (after
+    // `coder ssh`'s session ended): do not wait for it.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{}", cli::render_error(&e));
-            ExitCode::FAILURE
-        }
+        Err(e) => match e.downcast_ref::<cli::Exit>() {
+            Some(cli::Exit(code)) => ExitCode::from(u8::try_from(*code).unwrap_or(255)),
+            None => {
+                eprintln!("{}", cli::render_error(&e));
+                ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -146,6 +146,8 @@ pub struct RelayStream {
     write_done: bool,
     /// Bytes of the caller's last write handed to the socket but not yet flushed.
     queued: usize,
+    /// Why coderd closed the stream, for the writes that fail after it did.
+    closed: Option<String>,
 }
 
 impl RelayStream {
@@ -156,6 +158,17 @@ impl RelayStream {
             read_done: false,
             write_done: false,
             queued: 0,
+            closed: None,
+        }
+    }
+}
+
+impl RelayStream {
+    /// A failed socket operation as an I/O error: coderd's reason when it closed the stream.
+    fn lost(&self, e: tungstenite::Error) -> io::Error {
+        match &self.closed {
+            Some(reason) => io::Error::new(io::ErrorKind::ConnectionAborted, reason.clone()),
+            None => lost(e),
         }
     }
 }
@@ -180,11 +193,12 @@ impl AsyncRead for RelayStream {
                 Some(Ok(Message::Close(frame))) => {
                     self.read_done = true;
                     if let Some(e) = closed_error(frame.as_ref()) {
+                        self.closed = Some(e.to_string());
                         return Poll::Ready(Err(e));
                     }
                 }
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Poll::Ready(Err(lost(e))),
+                Some(Err(e)) => return Poll::Ready(Err(self.lost(e))),
                 None => {
                     self.read_done = true;
                     return Poll::Ready(Err(io::Error::new(
@@ -217,33 +231,37 @@ impl AsyncWrite for RelayStream {
             )));
         }
         if self.queued == 0 {
-            ready!(Pin::new(&mut self.socket).poll_ready(cx)).map_err(lost)?;
+            ready!(Pin::new(&mut self.socket).poll_ready(cx)).map_err(|e| self.lost(e))?;
             let n = buf.len().min(MAX_WRITE);
             Pin::new(&mut self.socket)
                 .start_send(Message::Binary(Bytes::copy_from_slice(&buf[..n])))
-                .map_err(lost)?;
+                .map_err(|e| self.lost(e))?;
             self.queued = n;
         }
         // A write is done once it left for coderd: callers that never flush (a writer that
         // then waits for the answer) must not leave it in the socket's buffer. Until then the
         // caller retries with the same bytes, as `AsyncWrite` callers do after `Pending`.
-        ready!(Pin::new(&mut self.socket).poll_flush(cx)).map_err(lost)?;
+        ready!(Pin::new(&mut self.socket).poll_flush(cx)).map_err(|e| self.lost(e))?;
         Poll::Ready(Ok(std::mem::take(&mut self.queued)))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.socket).poll_flush(cx).map_err(lost)
+        Pin::new(&mut self.socket)
+            .poll_flush(cx)
+            .map_err(|e| self.lost(e))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if !self.write_done {
-            ready!(Pin::new(&mut self.socket).poll_ready(cx)).map_err(lost)?;
+            ready!(Pin::new(&mut self.socket).poll_ready(cx)).map_err(|e| self.lost(e))?;
             Pin::new(&mut self.socket)
                 .start_send(Message::Binary(Bytes::new()))
-                .map_err(lost)?;
+                .map_err(|e| self.lost(e))?;
             self.write_done = true;
         }
-        Pin::new(&mut self.socket).poll_flush(cx).map_err(lost)
+        Pin::new(&mut self.socket)
+            .poll_flush(cx)
+            .map_err(|e| self.lost(e))
     }
 }
 

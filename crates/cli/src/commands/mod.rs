@@ -1,10 +1,14 @@
 //! One module per top-level command.
 
 pub mod agent;
+pub mod config_ssh;
 pub mod login;
+pub mod ping;
+pub mod port_forward;
 pub mod provisionerd;
 pub mod provisioners;
 pub mod server;
+pub mod ssh;
 pub mod templates;
 pub mod tokens;
 pub mod users;

@@ -25,7 +25,7 @@ const KILLED_AGENT_DISCONNECTED: Duration = Duration::from_secs(10);
 
 /// A deployment with the `local-process` template pushed, its workspaces under the test's
 /// directory (so nothing outlives the test).
-async fn local_process() -> anyhow::Result<Option<(Deployment, PathBuf)>> {
+pub(crate) async fn local_process() -> anyhow::Result<Option<(Deployment, PathBuf)>> {
     if terraform()?.is_none() {
         return Ok(None);
     }

@@ -227,6 +227,22 @@ impl Deployment {
         self.owner.url().as_str().trim_end_matches('/').to_string()
     }
 
+    /// Starts `coder server` again (after the test stopped it) on the same address and
+    /// database, with `extra` flags.
+    pub async fn start_server_again(&mut self, extra: &[&str]) -> anyhow::Result<()> {
+        let url = self.owner.url();
+        let address = url
+            .host_str()
+            .zip(url.port())
+            .map(|(host, port)| format!("{host}:{port}"))
+            .ok_or_else(|| anyhow::anyhow!("the server's address"))?;
+        let database = self._db.url();
+        let mut args = vec!["--postgres-url", &database, "--http-address", &address];
+        args.extend_from_slice(extra);
+        self.server = Some(start_with(self.dir.path(), &args).await?);
+        Ok(())
+    }
+
     /// A `coder` command acting as `token` on this deployment.
     pub fn coder(&self, token: &str) -> Command {
         let mut cmd = crate::harness::command_with_config(self.dir.path().join("cli"));

@@ -5,5 +5,7 @@ mod cli;
 mod container;
 mod harness;
 mod provisioning;
+mod relay;
 mod server;
+mod ssh;
 mod terraform;
