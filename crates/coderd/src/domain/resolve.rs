@@ -175,8 +175,9 @@ pub struct AgentTarget {
 
 /// An agent for `action` on its workspace: [`Action::Read`] to show it, [`Action::Connect`] to
 /// open a connection into it (ssh, port-forward, a terminal, an app). Connections are refused
-/// to agents of a deleted workspace or an older build ([`Error::BadRequest`]): their workspace
-/// has moved on.
+/// to anyone but the owner when the deployment disables owner access to others' workspaces
+/// ([`Error::Forbidden`]), and to agents of a deleted workspace or an older build
+/// ([`Error::BadRequest`]): their workspace has moved on.
 pub async fn agent(
     state: &AppState,
     subject: &Subject,
@@ -193,6 +194,15 @@ pub async fn agent(
         action == Action::Read,
     )
     .await?;
+    if action == Action::Connect
+        && state.options.disable_owner_workspace_access
+        && workspace.owner_id != subject.user_id
+    {
+        return Err(Error::forbidden(
+            "This deployment does not let anyone but a workspace's owner connect to it \
+             (--disable-owner-workspace-access).",
+        ));
+    }
     let current = context.build_number == context.latest_build_number;
     if action == Action::Connect && !current {
         return Err(

@@ -17,7 +17,8 @@ use uuid::Uuid;
 
 use super::splice::{Inbound, Splice};
 use super::{OpenError, kind, open};
-use crate::authz::{Action, Object, Resource};
+use crate::authz::Action;
+use crate::domain::resolve;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{Auth, Json, Query, empty_as_none};
 use crate::state::AppState;
@@ -39,20 +40,8 @@ const MAX_MESSAGE: usize = 4 << 20;
 
 /// The workspace an agent serves, once the caller may connect to it.
 async fn authorize(state: &AppState, auth: &Auth, agent: Uuid) -> ApiResult<Uuid> {
-    let context = state.store.agent_context(agent).await?;
-    let workspace = Object::owned(
-        Resource::Workspace,
-        Some(context.organization_id),
-        context.owner_id,
-    );
-    auth.authorize(Action::Connect, &workspace)?;
-    if state.options.disable_owner_workspace_access && context.owner_id != auth.user.id {
-        return Err(ApiError::forbidden().with_detail(
-            "This deployment does not let anyone but a workspace's owner connect to it \
-             (--disable-owner-workspace-access).",
-        ));
-    }
-    Ok(context.workspace_id)
+    let target = resolve::agent(state, &auth.subject, agent, Action::Connect).await?;
+    Ok(target.workspace.id)
 }
 
 /// Opens the stream, turning a failure into the answer the client sees.
