@@ -110,9 +110,13 @@ pub struct AcquiredJob {
     pub job_id: Uuid,
     pub created_at: DateTime<Utc>,
     pub provisioner: String,
-    /// The template's tar archive.
-    #[serde(with = "base64_bytes")]
-    pub template_source_archive: Vec<u8>,
+    /// The template's tar archive. `Bytes`, so coderd hands a daemon the archive it keeps in
+    /// its cache without copying it.
+    #[serde(
+        serialize_with = "base64_bytes::serialize",
+        deserialize_with = "base64_archive"
+    )]
+    pub template_source_archive: bytes::Bytes,
     pub kind: JobKind,
 }
 
@@ -370,11 +374,31 @@ pub const TAG_OWNER: &str = "owner";
 pub const SCOPE_ORGANIZATION: &str = "organization";
 pub const SCOPE_USER: &str = "user";
 
+impl ServerMessage {
+    /// About how many bytes this message takes as JSON: a job carries its archive as base64,
+    /// and writing it into a buffer of the right size spares growing (and copying) one of
+    /// several megabytes.
+    pub fn json_len_hint(&self) -> usize {
+        match self {
+            ServerMessage::Job(job) => job.template_source_archive.len().div_ceil(3) * 4 + 4096,
+            _ => 256,
+        }
+    }
+}
+
+fn base64_archive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bytes::Bytes, D::Error> {
+    base64_bytes::deserialize(d).map(bytes::Bytes::from)
+}
+
 mod base64_bytes {
     use super::*;
 
+    /// Encodes while writing (`collect_str`), without a base64 copy of the whole input.
     pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+        s.collect_str(&base64::display::Base64Display::new(
+            bytes,
+            &base64::engine::general_purpose::STANDARD,
+        ))
     }
 
     pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
@@ -416,12 +440,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_jobs_json_fits_its_length_hint() {
+        for len in [0, 1, 2, 3, 1 << 20, (1 << 20) + 1] {
+            let msg = ServerMessage::Job(Box::new(AcquiredJob {
+                job_id: Uuid::nil(),
+                created_at: DateTime::<Utc>::UNIX_EPOCH,
+                provisioner: "echo".into(),
+                template_source_archive: vec![7; len].into(),
+                kind: JobKind::TemplateImport {
+                    metadata: Metadata::default(),
+                    user_variable_values: vec![],
+                },
+            }));
+            let json = serde_json::to_vec(&msg).expect("serialize");
+            let hint = msg.json_len_hint();
+            assert!(
+                json.len() <= hint && hint - json.len() < 8192,
+                "{len}: {} vs {hint}",
+                json.len()
+            );
+        }
+    }
+
+    #[test]
     fn messages_round_trip_with_binary_fields() {
         let msg = ServerMessage::Job(Box::new(AcquiredJob {
             job_id: Uuid::nil(),
             created_at: DateTime::<Utc>::UNIX_EPOCH,
             provisioner: "echo".into(),
-            template_source_archive: vec![0, 159, 146, 150],
+            template_source_archive: vec![0, 159, 146, 150].into(),
             kind: JobKind::WorkspaceBuild {
                 workspace_build_id: Uuid::nil(),
                 workspace_name: "ws".into(),
@@ -433,6 +480,10 @@ mod tests {
         }));
         let json = serde_json::to_string(&msg).expect("serialize");
         assert!(json.contains(r#""type":"job""#), "{json}");
+        assert!(
+            json.contains(r#""template_source_archive":"AJ+Slg==""#),
+            "{json}"
+        );
         assert_eq!(
             serde_json::from_str::<ServerMessage>(&json).expect("parse"),
             msg

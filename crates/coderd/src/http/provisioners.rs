@@ -546,6 +546,16 @@ pub(super) async fn serve(
         .into_response())
 }
 
+/// A message as a text frame, written into a buffer of its size: a job carries megabytes of
+/// base64, and growing a buffer to that size would allocate (and copy) it several times.
+fn text_frame(msg: &ServerMessage) -> Option<Message> {
+    let mut json = Vec::with_capacity(msg.json_len_hint());
+    serde_json::to_writer(&mut json, msg).ok()?;
+    String::from_utf8(json)
+        .ok()
+        .map(|text| Message::Text(text.into()))
+}
+
 /// Carries a daemon session over a WebSocket: JSON text frames both ways, pings, and a dead
 /// connection noticed within [`IDLE_TIMEOUT`].
 async fn pump(state: AppState, daemon: DaemonRow, capability: Capability, socket: WebSocket) {
@@ -568,9 +578,9 @@ async fn pump(state: AppState, daemon: DaemonRow, capability: Capability, socket
         loop {
             let frame = tokio::select! {
                 msg = out_rx.recv() => match msg {
-                    Some(msg) => match serde_json::to_string(&msg) {
-                        Ok(text) => Message::Text(text.into()),
-                        Err(_) => continue,
+                    Some(msg) => match text_frame(&msg) {
+                        Some(frame) => frame,
+                        None => continue,
                     },
                     None => break,
                 },

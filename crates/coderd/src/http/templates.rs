@@ -129,7 +129,7 @@ pub(super) async fn create_version(
     }
     let file = state
         .store
-        .file_by_id(req.file_id)
+        .file_meta(req.file_id)
         .await
         .map_err(|e| match e {
             store::Error::NotFound => {

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::store;
@@ -35,11 +36,11 @@ impl FileCache {
     }
 
     /// The archive of file `id`, from memory or (then kept, if it fits) the database.
-    pub async fn get(&self, store: &store::Store, id: Uuid) -> Result<Arc<Vec<u8>>, store::Error> {
+    pub async fn get(&self, store: &store::Store, id: Uuid) -> Result<Bytes, store::Error> {
         if let Some(data) = self.lock().get(id) {
             return Ok(data);
         }
-        let data = Arc::new(store.file_by_id(id).await?.data);
+        let data = Bytes::from(store.file_by_id(id).await?.data);
         self.lock().insert(id, data.clone());
         Ok(data)
     }
@@ -55,7 +56,7 @@ struct Lru {
     bytes: usize,
     /// Increases on every use; an entry's last use orders eviction.
     clock: u64,
-    entries: HashMap<Uuid, (Arc<Vec<u8>>, u64)>,
+    entries: HashMap<Uuid, (Bytes, u64)>,
     by_use: BTreeMap<u64, Uuid>,
 }
 
@@ -75,7 +76,7 @@ impl Lru {
         self.clock
     }
 
-    fn get(&mut self, id: Uuid) -> Option<Arc<Vec<u8>>> {
+    fn get(&mut self, id: Uuid) -> Option<Bytes> {
         let now = self.tick();
         let (data, used) = self.entries.get_mut(&id)?;
         self.by_use.remove(used);
@@ -84,7 +85,7 @@ impl Lru {
         Some(data.clone())
     }
 
-    fn insert(&mut self, id: Uuid, data: Arc<Vec<u8>>) {
+    fn insert(&mut self, id: Uuid, data: Bytes) {
         if data.len() > self.max_bytes || self.entries.contains_key(&id) {
             return;
         }
@@ -107,8 +108,8 @@ impl Lru {
 mod tests {
     use super::*;
 
-    fn file(len: usize) -> Arc<Vec<u8>> {
-        Arc::new(vec![0; len])
+    fn file(len: usize) -> Bytes {
+        Bytes::from(vec![0; len])
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
         job_id: job.id,
         created_at: job.created_at,
         provisioner: job.provisioner.clone(),
-        template_source_archive: archive.as_ref().clone(),
+        template_source_archive: archive,
         kind,
     })
 }

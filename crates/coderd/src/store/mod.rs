@@ -28,7 +28,7 @@ pub use jobs::{JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, UpdateOu
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
-    FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
+    FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateVersionRow,
 };
 pub use users::{NewUser, UserDeletion, UserQuery, UserRow};

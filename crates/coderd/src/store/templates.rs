@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use sqlx::Connection as _;
 use uuid::Uuid;
 
 use super::jobs::{JobRow, NewJob, insert_job};
@@ -15,6 +16,13 @@ pub struct FileRow {
     pub created_at: DateTime<Utc>,
     pub mimetype: String,
     pub data: Vec<u8>,
+}
+
+/// A file's row without its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    pub id: Uuid,
+    pub created_by: Uuid,
 }
 
 /// A template with the names the API shows next to it.
@@ -136,6 +144,7 @@ impl Store {
         data: &[u8],
     ) -> Result<(Uuid, bool)> {
         timed("insert_file", async {
+            let mut conn = self.pool.acquire().await?;
             let inserted = sqlx::query_scalar!(
                 r#"INSERT INTO files (id, hash, created_by, created_at, mimetype, data)
                    VALUES ($1, $2, $3, now(), $4, $5)
@@ -147,9 +156,10 @@ impl Store {
                 mimetype,
                 data
             )
-            .fetch_optional(&self.pool)
-            .await?;
-            match inserted {
+            .fetch_optional(&mut *conn)
+            .await;
+            conn.shrink_buffers();
+            match inserted? {
                 Some(id) => Ok((id, true)),
                 None => Ok((
                     sqlx::query_scalar!(
@@ -157,7 +167,7 @@ impl Store {
                         hash,
                         created_by
                     )
-                    .fetch_one(&self.pool)
+                    .fetch_one(&mut *conn)
                     .await?,
                     false,
                 )),
@@ -166,13 +176,32 @@ impl Store {
         .await
     }
 
+    /// A file with its bytes. Uploads and these reads are the only queries that carry whole
+    /// archives; both give their connection's buffers back afterwards (sqlx keeps a
+    /// connection's buffers at the largest message it has carried, so every pooled connection
+    /// that once moved an archive would hold a copy of it for the rest of its life).
     pub async fn file_by_id(&self, id: Uuid) -> Result<FileRow> {
         timed("file_by_id", async {
-            Ok(
-                sqlx::query_as!(FileRow, "SELECT * FROM files WHERE id = $1", id)
-                    .fetch_one(&self.pool)
-                    .await?,
+            let mut conn = self.pool.acquire().await?;
+            let row = sqlx::query_as!(FileRow, "SELECT * FROM files WHERE id = $1", id)
+                .fetch_one(&mut *conn)
+                .await;
+            conn.shrink_buffers();
+            Ok(row?)
+        })
+        .await
+    }
+
+    /// A file without its bytes, for checks that need only who uploaded it.
+    pub async fn file_meta(&self, id: Uuid) -> Result<FileMeta> {
+        timed("file_meta", async {
+            Ok(sqlx::query_as!(
+                FileMeta,
+                "SELECT id, created_by FROM files WHERE id = $1",
+                id
             )
+            .fetch_one(&self.pool)
+            .await?)
         })
         .await
     }

@@ -279,7 +279,7 @@ pub fn build_job(
         job_id: Uuid::new_v4(),
         created_at: Utc::now(),
         provisioner: "echo".into(),
-        template_source_archive: echo::archive(template),
+        template_source_archive: echo::archive(template).into(),
         kind: JobKind::WorkspaceBuild {
             workspace_build_id: Uuid::new_v4(),
             workspace_name: "dev".into(),

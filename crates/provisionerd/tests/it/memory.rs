@@ -240,7 +240,7 @@ async fn unknown_provisioners_and_bad_archives_fail_the_job() -> anyhow::Result<
     peer.expect_ready().await?;
 
     let mut job = build_job(&EchoTemplate::default(), Transition::Start, b"");
-    job.template_source_archive = vec![1; 700];
+    job.template_source_archive = vec![1; 700].into();
     peer.send(job_message(&job)).await?;
     let (logs, result) = peer.result(job.job_id).await?;
     let failed = failure(result)?;

@@ -377,7 +377,8 @@ async fn large_templates_fit_in_one_message() -> anyhow::Result<()> {
     job.template_source_archive = provisionerd::engines::echo::archive_with_files(
         &EchoTemplate::default(),
         &[("big.bin", &big)],
-    );
+    )
+    .into();
     peer.send(&ServerMessage::Job(Box::new(job.clone())))
         .await?;
     let result = peer.result(job.job_id).await?;

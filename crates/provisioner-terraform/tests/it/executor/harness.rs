@@ -167,7 +167,7 @@ pub fn import_job(variables: Vec<VariableValue>) -> AcquiredJob {
         job_id: uuid::Uuid::new_v4(),
         created_at: Utc::now(),
         provisioner: "terraform".into(),
-        template_source_archive: Vec::new(),
+        template_source_archive: Default::default(),
         kind: JobKind::TemplateImport {
             metadata: Metadata {
                 coder_url: "http://coder.example:3000".into(),
@@ -207,7 +207,7 @@ pub fn build_job(spec: BuildSpec) -> AcquiredJob {
         job_id: uuid::Uuid::new_v4(),
         created_at: Utc::now(),
         provisioner: "terraform".into(),
-        template_source_archive: Vec::new(),
+        template_source_archive: Default::default(),
         kind: JobKind::WorkspaceBuild {
             workspace_build_id: build_id,
             workspace_name: "dev".into(),

@@ -11,7 +11,7 @@ fn build_job(transition: Transition, previous: &[u8]) -> AcquiredJob {
         job_id: Uuid::new_v4(),
         created_at: Utc::now(),
         provisioner: PROVISIONER.into(),
-        template_source_archive: vec![],
+        template_source_archive: Default::default(),
         kind: JobKind::WorkspaceBuild {
             workspace_build_id: Uuid::new_v4(),
             workspace_name: "dev".into(),
