@@ -75,6 +75,25 @@ if [ "${1:-}" = "--tests" ]; then
   fi
 fi
 
+# The SSO tests run a real OpenID provider: the certified `oidc-provider` package under the
+# machine's Node (crates/testutil/idp), installed outside the repository where testutil looks.
+if [ "${1:-}" = "--tests" ]; then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "setup: installing Debian packages for the SSO tests: nodejs npm" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  idp_dir="${CODER_TEST_IDP_DIR:-$HOME/.cache/coder-rs/oidc-provider}"
+  idp_version="9.13.3"
+  if [ "$(node -p "try { require('$idp_dir/node_modules/oidc-provider/package.json').version } catch { '' }" 2>/dev/null)" != "$idp_version" ]; then
+    echo "setup: installing oidc-provider@$idp_version into $idp_dir" >&2
+    mkdir -p "$idp_dir"
+    npm install --prefix "$idp_dir" --no-audit --no-fund --loglevel=error "oidc-provider@$idp_version" >/dev/null
+  fi
+fi
+
 if ! command -v terraform >/dev/null 2>&1; then
   echo "setup: note: terraform is not on PATH; templates with the terraform provisioner will fail." >&2
   echo "setup: get it from https://developer.hashicorp.com/terraform/install (1.5 or newer)." >&2

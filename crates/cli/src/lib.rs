@@ -98,7 +98,7 @@ impl GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a Coder server (coderd).
-    Server(commands::server::ServerArgs),
+    Server(Box<commands::server::ServerArgs>),
     /// Authenticate with a Coder deployment; creates the first user on a new one.
     Login(commands::login::LoginArgs),
     /// Unauthenticate your local session.
@@ -159,7 +159,7 @@ pub enum ProvisionerdCommand {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Server(args) => commands::server::run(&cli.global, args).await,
+        Command::Server(args) => commands::server::run(&cli.global, *args).await,
         Command::Login(args) => commands::login::login(&cli.global, args).await,
         Command::Logout(args) => commands::login::logout(&cli.global, args).await,
         Command::Users(cmd) => commands::users::run(&cli.global, cmd).await,

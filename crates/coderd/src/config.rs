@@ -4,7 +4,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oauth_client::KeyRing;
 use url::Url;
+
+use crate::sso::OidcSettings;
 
 /// Flags of `coder server`.
 #[derive(Clone, clap::Args)]
@@ -64,6 +67,94 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_DISABLE_OWNER_WORKSPACE_ACCESS")]
     pub disable_owner_workspace_access: bool,
 
+    /// Issuer URL of the OpenID Connect provider people sign in with; enables OIDC login
+    /// (register `<access URL>/api/v2/users/oidc/callback` as its redirect URI).
+    #[arg(long, env = "CODER_OIDC_ISSUER_URL")]
+    pub oidc_issuer_url: Option<Url>,
+
+    /// Client ID of this deployment at the OIDC provider.
+    #[arg(long, env = "CODER_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// Client secret of this deployment at the OIDC provider.
+    #[arg(long, env = "CODER_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+
+    /// Only emails in these domains may sign in with OIDC (comma-separated; empty: any).
+    #[arg(long, env = "CODER_OIDC_EMAIL_DOMAIN", value_delimiter = ',')]
+    pub oidc_email_domain: Vec<String>,
+
+    /// Create users on their first OIDC sign-in.
+    #[arg(long, env = "CODER_OIDC_ALLOW_SIGNUPS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub oidc_allow_signups: bool,
+
+    /// Scopes requested from the OIDC provider.
+    #[arg(
+        long,
+        env = "CODER_OIDC_SCOPES",
+        value_delimiter = ',',
+        default_value = "openid,profile,email"
+    )]
+    pub oidc_scopes: Vec<String>,
+
+    /// Accept emails the OIDC provider marks as not verified.
+    #[arg(long, env = "CODER_OIDC_IGNORE_EMAIL_VERIFIED")]
+    pub oidc_ignore_email_verified: bool,
+
+    /// OIDC claim the username of a new user is taken from.
+    #[arg(
+        long,
+        env = "CODER_OIDC_USERNAME_FIELD",
+        default_value = "preferred_username"
+    )]
+    pub oidc_username_field: String,
+
+    /// OIDC claim holding the email address.
+    #[arg(long, env = "CODER_OIDC_EMAIL_FIELD", default_value = "email")]
+    pub oidc_email_field: String,
+
+    /// OIDC claim holding the display name.
+    #[arg(long, env = "CODER_OIDC_NAME_FIELD", default_value = "name")]
+    pub oidc_name_field: String,
+
+    /// Extra parameters of the OIDC authorization request, as a JSON object of strings.
+    #[arg(
+        long,
+        env = "CODER_OIDC_AUTH_URL_PARAMS",
+        default_value = r#"{"access_type": "offline"}"#
+    )]
+    pub oidc_auth_url_params: String,
+
+    /// Use only the ID token's claims, never the userinfo endpoint's.
+    #[arg(long, env = "CODER_OIDC_IGNORE_USERINFO")]
+    pub oidc_ignore_userinfo: bool,
+
+    /// Text of the OIDC login button.
+    #[arg(
+        long,
+        env = "CODER_OIDC_SIGN_IN_TEXT",
+        default_value = "OpenID Connect"
+    )]
+    pub oidc_sign_in_text: String,
+
+    /// Icon of the OIDC login button.
+    #[arg(long, env = "CODER_OIDC_ICON_URL", default_value = "")]
+    pub oidc_icon_url: String,
+
+    /// Only owners may sign in with a password; everyone else uses the identity provider.
+    #[arg(long, env = "CODER_DISABLE_PASSWORD_AUTH")]
+    pub disable_password_auth: bool,
+
+    /// Base64 AES-256 keys (32 bytes each, comma-separated, the first encrypts) sealing
+    /// identity-provider tokens at rest; without keys no provider token is kept.
+    #[arg(
+        long,
+        env = "CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub external_token_encryption_keys: Vec<String>,
+
     /// Set by the CLI from its global `--global-config`; holds the embedded database.
     #[arg(skip)]
     pub config_dir: PathBuf,
@@ -91,8 +182,19 @@ impl std::fmt::Debug for ServerConfig {
                 "disable_owner_workspace_access",
                 &self.disable_owner_workspace_access,
             )
+            .field(
+                "oidc_issuer_url",
+                &self.oidc_issuer_url.as_ref().map(Url::as_str),
+            )
+            .field("oidc_client_id", &self.oidc_client_id)
+            .field("oidc_client_secret", &redact(&self.oidc_client_secret))
+            .field("disable_password_auth", &self.disable_password_auth)
+            .field(
+                "external_token_encryption_keys",
+                &format!("<{} redacted>", self.external_token_encryption_keys.len()),
+            )
             .field("config_dir", &self.config_dir)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -120,4 +222,57 @@ impl ServerConfig {
             .clone()
             .unwrap_or_else(|| self.config_dir.join("cache"))
     }
+
+    /// The OIDC login's settings, when an issuer is configured.
+    pub fn oidc_settings(&self) -> Result<Option<OidcSettings>, String> {
+        let Some(issuer) = self.oidc_issuer_url.clone() else {
+            return Ok(None);
+        };
+        let client_id = self
+            .oidc_client_id
+            .clone()
+            .filter(|c| !c.is_empty())
+            .ok_or("CODER_OIDC_ISSUER_URL is set, so CODER_OIDC_CLIENT_ID must be too")?;
+        let params: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(&self.oidc_auth_url_params).map_err(|e| {
+                format!("CODER_OIDC_AUTH_URL_PARAMS must be a JSON object of strings: {e}")
+            })?;
+        let mut settings = OidcSettings::new(
+            issuer,
+            client_id,
+            self.oidc_client_secret.clone().unwrap_or_default(),
+        );
+        settings.email_domains = non_empty(&self.oidc_email_domain);
+        settings.allow_signups = self.oidc_allow_signups;
+        settings.scopes = non_empty(&self.oidc_scopes);
+        settings.ignore_email_verified = self.oidc_ignore_email_verified;
+        settings.username_field = self.oidc_username_field.clone();
+        settings.email_field = self.oidc_email_field.clone();
+        settings.name_field = self.oidc_name_field.clone();
+        settings.auth_url_params = params.into_iter().collect();
+        settings.ignore_userinfo = self.oidc_ignore_userinfo;
+        settings.sign_in_text = self.oidc_sign_in_text.clone();
+        settings.icon_url = self.oidc_icon_url.clone();
+        Ok(Some(settings))
+    }
+
+    /// The keys sealing provider tokens, when configured.
+    pub fn token_keys(&self) -> Result<Option<KeyRing>, String> {
+        let keys = non_empty(&self.external_token_encryption_keys);
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        KeyRing::from_base64(&keys)
+            .map(Some)
+            .map_err(|e| format!("CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS: {e}"))
+    }
+}
+
+/// Comma-separated lists: trimmed, without empty entries.
+fn non_empty(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }

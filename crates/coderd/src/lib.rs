@@ -13,6 +13,7 @@ pub mod provisioners;
 pub mod pubsub;
 pub mod relay;
 pub mod server;
+pub mod sso;
 pub mod state;
 pub mod store;
 pub mod usage;

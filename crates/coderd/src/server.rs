@@ -32,6 +32,8 @@ pub enum Error {
     Store(#[from] crate::store::Error),
     #[error("setting up the built-in terraform provisioner: {0}")]
     Terraform(#[from] provisionerd::engines::terraform::SetupError),
+    #[error("invalid configuration: {0}")]
+    Config(String),
     #[error("finding the coder executable (the terraform provider): {0}")]
     CurrentExe(#[source] std::io::Error),
 }
@@ -166,6 +168,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             .min(config.max_token_lifetime);
         deployment.provisioner_psk = config.provisioner_daemon_psk.clone();
         deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
+        deployment.oidc = config.oidc_settings().map_err(Error::Config)?;
+        deployment.disable_password_auth = config.disable_password_auth;
+        deployment.external_token_keys = config.token_keys().map_err(Error::Config)?.map(Arc::new);
         tracing::info!(
             address = %bound,
             access_url = %deployment.access_url,

@@ -37,6 +37,13 @@ pub struct Options {
     pub max_file_bytes: usize,
     /// Only a workspace's owner may connect to it (site owners and admins may not).
     pub disable_owner_workspace_access: bool,
+    /// Sign-in through an OpenID provider, when configured.
+    pub oidc: Option<crate::sso::OidcSettings>,
+    /// Only owners may sign in with a password (everyone else through the identity provider).
+    pub disable_password_auth: bool,
+    /// Keys sealing provider tokens at rest (`CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS`); without
+    /// them no provider token is kept.
+    pub external_token_keys: Option<Arc<oauth_client::KeyRing>>,
 }
 
 impl Options {
@@ -51,6 +58,9 @@ impl Options {
             provisioner_psk: None,
             max_file_bytes: 10 << 20,
             disable_owner_workspace_access: false,
+            oidc: None,
+            disable_password_auth: false,
+            external_token_keys: None,
         }
     }
 }
@@ -74,6 +84,8 @@ pub struct StateInner {
     pub template_usage: crate::usage::TemplateUsage,
     /// Template archives, for job payloads.
     pub files: crate::provisioners::file_cache::FileCache,
+    /// Sign-in providers (OIDC).
+    pub sso: crate::sso::Sso,
     /// Cancelled when the server shuts down; long-lived connections end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }
@@ -100,6 +112,7 @@ impl AppState {
     ) -> Result<Self, store::Error> {
         let store = Store::new(pool.clone());
         options.deployment_id = store.deployment_id().await?;
+        let sso = crate::sso::Sso::start(&store, &options).await?;
         let pubsub = Pubsub::start(pool, shutdown.child_token());
         let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
         let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
@@ -134,6 +147,7 @@ impl AppState {
             relay_usage,
             template_usage,
             files: Default::default(),
+            sso,
             shutdown,
         }))
     }

@@ -155,6 +155,37 @@ pub struct LoginWithPasswordResponse {
     pub session_token: String,
 }
 
+/// `GET /users/authmethods`: how people may sign in to this deployment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthMethods {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub terms_of_service_url: String,
+    pub password: AuthMethod,
+    pub github: GithubAuthMethod,
+    pub oidc: OidcAuthMethod,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuthMethod {
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct GithubAuthMethod {
+    pub enabled: bool,
+    #[serde(default)]
+    pub default_provider_configured: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OidcAuthMethod {
+    pub enabled: bool,
+    #[serde(default, rename = "signInText")]
+    pub sign_in_text: String,
+    #[serde(default, rename = "iconUrl")]
+    pub icon_url: String,
+}
+
 /// Body of `PUT /users/{user}/roles` and `PUT /organizations/{org}/members/{user}/roles`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct UpdateRoles {
@@ -208,6 +239,11 @@ impl crate::Client {
         req: &LoginWithPasswordRequest,
     ) -> Result<LoginWithPasswordResponse, crate::ClientError> {
         self.post("/api/v2/users/login", req).await
+    }
+
+    /// How people may sign in to the deployment (no authentication needed).
+    pub async fn auth_methods(&self) -> Result<AuthMethods, crate::ClientError> {
+        self.get("/api/v2/users/authmethods").await
     }
 
     pub async fn logout(&self) -> Result<(), crate::ClientError> {

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod idp;
 mod pg;
 pub mod provisioning;
 
@@ -51,9 +52,18 @@ impl TestApp {
 
     /// Starts coderd after letting the test adjust its options.
     pub async fn with_options(adjust: impl FnOnce(&mut ServeOptions)) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::with_listener(listener, adjust).await
+    }
+
+    /// Starts coderd on a listener the test bound already (to register its URL somewhere, such
+    /// as an identity provider's redirect URIs, before the server starts).
+    pub async fn with_listener(
+        listener: TcpListener,
+        adjust: impl FnOnce(&mut ServeOptions),
+    ) -> anyhow::Result<Self> {
         init_tracing();
         let db = TestDb::new().await?;
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
         let mut options = ServeOptions::new(Options::new(url.clone()));
         adjust(&mut options);

@@ -67,8 +67,9 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Session> {
 fn refresh_key_if_due(state: &AppState, key: &ApiKeyRow, now: chrono::DateTime<Utc>) {
     let session = chrono::Duration::from_std(state.options.session_duration).unwrap_or_default();
     let mut expires_at = key.expires_at;
-    let refresh =
-        key.login_type == "password" && key.expires_at - now < session - chrono::Duration::hours(1);
+    // Sessions (whatever signed them in) slide; named API tokens keep their fixed lifetime.
+    let is_session = matches!(key.login_type.as_str(), "password" | "oidc" | "github");
+    let refresh = is_session && key.expires_at - now < session - chrono::Duration::hours(1);
     if refresh {
         expires_at = now + session;
     }

@@ -135,6 +135,14 @@ pub(super) async fn login(
         return Err(ApiError::unauthorized("Your account is suspended.")
             .with_detail("Contact an administrator to reactivate your account."));
     }
+    // Owners keep their password so a broken identity provider cannot lock everyone out.
+    if state.options.disable_password_auth && !user.rbac_roles.iter().any(|r| r == "owner") {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Password authentication is disabled.",
+        )
+        .with_detail("Sign in through the identity provider."));
+    }
     let token = crate::domain::keys::issue_key(
         &state,
         user.id,
@@ -268,9 +276,16 @@ pub(super) async fn create_user(
     let login_type = req.login_type.unwrap_or(LoginType::Password);
     let needs_password = login_type == LoginType::Password;
     validate::requests::create_user(&req, needs_password)?;
-    if !matches!(login_type, LoginType::Password | LoginType::None) {
-        return Err(ApiError::bad_request("Unsupported login type.")
-            .with_detail("users can be created with login_type \"password\" or \"none\""));
+    // An OIDC user made in advance (signups closed) is linked on its first sign-in.
+    if !matches!(
+        login_type,
+        LoginType::Password | LoginType::None | LoginType::Oidc
+    ) {
+        return Err(
+            ApiError::bad_request("Unsupported login type.").with_detail(
+                "users can be created with login_type \"password\", \"oidc\" or \"none\"",
+            ),
+        );
     }
     // `member` is implicit.
     let roles: Vec<String> = req.roles.into_iter().filter(|r| r != "member").collect();

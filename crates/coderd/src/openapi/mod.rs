@@ -94,6 +94,8 @@ use crate::http::{
         crate::relay::routes::connect,
         crate::relay::routes::pty,
         crate::relay::routes::listening_ports,
+        crate::sso::routes::auth_methods,
+        crate::sso::routes::oidc_callback,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

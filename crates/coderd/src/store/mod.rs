@@ -10,6 +10,7 @@ mod organizations;
 mod resources;
 mod site;
 mod templates;
+mod user_links;
 mod users;
 mod workspaces;
 
@@ -31,6 +32,8 @@ pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateVersionRow,
 };
+pub use user_links::LinkUpdate;
+use users::insert_user;
 pub use users::{NewUser, UserDeletion, UserQuery, UserRow};
 pub use workspaces::{
     BuildContext, BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow,

@@ -20,4 +20,26 @@ impl Store {
         })
         .await
     }
+
+    /// A deployment-wide secret under `key`, created by `generate` on first use; concurrent
+    /// first uses (several replicas starting) agree on one value.
+    pub async fn site_secret(
+        &self,
+        key: &str,
+        generate: impl FnOnce() -> String,
+    ) -> Result<String> {
+        timed("site_secret", async {
+            sqlx::query!(
+                "INSERT INTO site_configs (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                key,
+                generate()
+            )
+            .execute(&self.pool)
+            .await?;
+            Ok(sqlx::query_scalar!("SELECT value FROM site_configs WHERE key = $1", key)
+                .fetch_one(&self.pool)
+                .await?)
+        })
+        .await
+    }
 }

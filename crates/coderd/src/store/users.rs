@@ -343,7 +343,7 @@ pub enum UserDeletion {
     OwnsWorkspaces,
 }
 
-async fn insert_user(
+pub(super) async fn insert_user(
     tx: &mut sqlx::PgConnection,
     user: &NewUser,
     now: DateTime<Utc>,

@@ -7,6 +7,7 @@ mod domain;
 mod files;
 mod metrics;
 mod migrations;
+mod oidc;
 mod openapi;
 mod queue;
 mod rbac;

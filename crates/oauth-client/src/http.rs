@@ -1,0 +1,75 @@
+//! The HTTP client every provider call goes through: our reqwest, with redirects never
+//! followed (a provider's token or userinfo endpoint that redirects is misbehaving, and
+//! following it would let a URL in provider metadata steer coderd's requests) and a timeout,
+//! so a hung provider cannot hold a login open forever.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use openidconnect::{HttpRequest, HttpResponse};
+
+/// A cheap-to-clone HTTP client for provider calls.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpError(String);
+
+impl HttpClient {
+    pub fn new() -> Result<Self, crate::Error> {
+        let inner = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(15))
+            .connect_timeout(Duration::from_secs(5))
+            .user_agent(concat!("coder-rs/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| crate::Error::Config(format!("building the HTTP client: {e}")))?;
+        Ok(Self { inner })
+    }
+
+    /// Performs one request for the `openidconnect`/`oauth2` crates.
+    pub(crate) async fn execute(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let (parts, body) = request.into_parts();
+        let response = self
+            .inner
+            .request(parts.method, parts.uri.to_string())
+            .headers(parts.headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| HttpError(without_url(e).to_string()))?;
+        let mut builder = http::Response::builder().status(response.status());
+        if let Some(headers) = builder.headers_mut() {
+            headers.extend(response.headers().clone());
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| HttpError(without_url(e).to_string()))?;
+        builder
+            .body(body.to_vec())
+            .map_err(|e| HttpError(e.to_string()))
+    }
+
+    /// The closure form the `openidconnect` crate takes as its async client.
+    pub(crate) fn adapter(
+        &self,
+    ) -> impl Fn(
+        HttpRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<HttpResponse, HttpError>> + Send>>
+    + use<> {
+        let this = self.clone();
+        move |request| {
+            let this = this.clone();
+            Box::pin(async move { this.execute(request).await })
+        }
+    }
+}
+
+/// Request URLs may carry codes or tokens in their query; errors are logged, so drop the URL.
+fn without_url(e: reqwest::Error) -> reqwest::Error {
+    e.without_url()
+}

@@ -1,0 +1,216 @@
+//! A real OpenID provider on loopback for the tests (the certified `oidc-provider` npm package
+//! under the machine's Node, installed by `scripts/setup.sh --tests`; see `idp/provider.mjs`),
+//! and a cookie-keeping browser to walk sign-ins through it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use reqwest::cookie::{CookieStore, Jar};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use url::Url;
+
+const SCRIPT: &str = include_str!("../idp/provider.mjs");
+
+/// Where `scripts/setup.sh --tests` installs oidc-provider.
+pub fn install_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CODER_TEST_IDP_DIR") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    home.join(".cache/coder-rs/oidc-provider")
+}
+
+/// How the next ID token is damaged on its way to coderd.
+#[derive(Debug, Clone, Copy)]
+pub enum Tamper {
+    /// Re-signed with a key the provider does not publish (same key id).
+    BadSignature,
+    /// Re-signed by the provider's key for another client.
+    WrongAudience,
+    /// Re-signed by the provider's key, expired an hour ago.
+    Expired,
+}
+
+/// The provider process; killed when dropped.
+pub struct TestIdp {
+    pub issuer: Url,
+    api: reqwest::Client,
+    _child: Child,
+}
+
+impl TestIdp {
+    /// Starts the provider. Not having it installed is a failure, never a skip.
+    pub async fn start() -> anyhow::Result<Self> {
+        let dir = install_dir();
+        if !dir
+            .join("node_modules/oidc-provider/package.json")
+            .is_file()
+        {
+            bail!(
+                "oidc-provider is not installed in {} (scripts/setup.sh --tests installs it with the machine's Node and npm)",
+                dir.display()
+            );
+        }
+        let mut child = Command::new("node")
+            .args(["--input-type=module", "-e", SCRIPT])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting node (the test OpenID provider)")?;
+        let stdout = child.stdout.take().context("provider stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .context("the test OpenID provider did not start within 30 s")??
+            .context("the test OpenID provider exited before it was ready")?;
+        let issuer = ready
+            .strip_prefix("READY ")
+            .with_context(|| format!("unexpected provider output {ready:?}"))?;
+        // Keep reading so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Self {
+            issuer: Url::parse(issuer)?,
+            api: reqwest::Client::new(),
+            _child: child,
+        })
+    }
+
+    async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        let response = self
+            .api
+            .post(self.issuer.join(path)?)
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status();
+        let body: Value = response.json().await?;
+        if !status.is_success() {
+            bail!("{path}: {status} {body}");
+        }
+        Ok(body)
+    }
+
+    /// Registers a confidential client (RFC 7591 dynamic registration): `(id, secret)`.
+    pub async fn register_client(&self, redirect_uri: &str) -> anyhow::Result<(String, String)> {
+        let client = self
+            .post(
+                "/reg",
+                json!({
+                    "redirect_uris": [redirect_uri],
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "token_endpoint_auth_method": "client_secret_basic",
+                }),
+            )
+            .await?;
+        let field = |name: &str| {
+            client[name]
+                .as_str()
+                .map(str::to_string)
+                .with_context(|| format!("registration response without {name}: {client}"))
+        };
+        Ok((field("client_id")?, field("client_secret")?))
+    }
+
+    /// Creates (or replaces) an account with these claims.
+    pub async fn add_account(&self, sub: &str, claims: Value) -> anyhow::Result<()> {
+        self.post("/_test/account", json!({ "sub": sub, "claims": claims }))
+            .await
+            .map(|_| ())
+    }
+
+    /// The account that signs in at the next authorization request.
+    pub async fn login_as(&self, sub: &str) -> anyhow::Result<()> {
+        self.post("/_test/login_as", json!({ "sub": sub }))
+            .await
+            .map(|_| ())
+    }
+
+    /// Damages the next ID token the token endpoint returns.
+    pub async fn tamper_next_id_token(&self, how: Tamper) -> anyhow::Result<()> {
+        let mode = match how {
+            Tamper::BadSignature => "bad_signature",
+            Tamper::WrongAudience => "wrong_audience",
+            Tamper::Expired => "expired",
+        };
+        self.post("/_test/tamper", json!({ "mode": mode }))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// A browser: keeps cookies, follows redirects itself so a test can stop before one.
+pub struct Browser {
+    pub http: reqwest::Client,
+    jar: Arc<Jar>,
+}
+
+/// Where a navigation ended.
+pub enum Landing {
+    /// The final response (not a redirect), and its URL.
+    Page(reqwest::Response, Url),
+    /// A redirect to a URL starting with the `stop_before` prefix, not followed.
+    Stopped(Url),
+}
+
+impl Default for Browser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Browser {
+    pub fn new() -> Self {
+        let jar = Arc::new(Jar::default());
+        Self {
+            http: reqwest::Client::builder()
+                .cookie_provider(jar.clone())
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default(),
+            jar,
+        }
+    }
+
+    /// The value of the cookie `name` this browser would send to `url`.
+    pub fn cookie(&self, url: &Url, name: &str) -> Option<String> {
+        let header = self.jar.cookies(url)?;
+        header
+            .to_str()
+            .ok()?
+            .split(';')
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+
+    /// GETs `url` and follows redirects, stopping before any URL starting with `stop_before`.
+    pub async fn navigate(&self, url: Url, stop_before: Option<&str>) -> anyhow::Result<Landing> {
+        let mut url = url;
+        for _ in 0..20 {
+            let response = self.http.get(url.clone()).send().await?;
+            if !response.status().is_redirection() {
+                return Ok(Landing::Page(response, url));
+            }
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .context("redirect without a location")?;
+            let next = url.join(location)?;
+            if stop_before.is_some_and(|prefix| next.as_str().starts_with(prefix)) {
+                return Ok(Landing::Stopped(next));
+            }
+            url = next;
+        }
+        bail!("more than 20 redirects")
+    }
+}
