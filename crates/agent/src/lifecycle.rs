@@ -151,6 +151,14 @@ mod tests {
             LifecycleState::StartTimeout
         );
         assert_eq!(after_start(&[PipesHeldOpen]), LifecycleState::StartError);
+        assert_eq!(
+            after_start(&[Succeeded, Skipped]),
+            LifecycleState::StartError
+        );
+        assert_eq!(
+            after_start(&[Skipped, TimedOut]),
+            LifecycleState::StartTimeout
+        );
         assert_eq!(after_stop(&[]), LifecycleState::Off);
         assert_eq!(after_stop(&[TimedOut]), LifecycleState::ShutdownTimeout);
         assert_eq!(after_stop(&[Failed]), LifecycleState::ShutdownError);

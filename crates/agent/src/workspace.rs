@@ -20,7 +20,7 @@ use crate::lifecycle::{Lifecycle, after_start, after_stop};
 use crate::metadata;
 use crate::process::ShellCommand;
 use crate::reporter::Reporter;
-use crate::scripts::{Graces, ScriptRunner, bin_dir, create_private_dir};
+use crate::scripts::{Graces, ScriptRunner, bin_dir, create_private_dir, report_devcontainers};
 
 /// The parts of the agent the workspace tasks use.
 #[derive(Clone)]
@@ -77,6 +77,11 @@ impl Workspace {
             graces,
         });
         context.lifecycle.set(LifecycleState::Starting);
+        report_devcontainers(
+            &context.reporter,
+            &session.manifest.devcontainers,
+            runner.shell.env.get("PATH").map(String::as_str),
+        );
         let scripts_cancel = CancellationToken::new();
         let scripts = tokio::spawn(run_start_then_cron(
             runner.clone(),
@@ -120,7 +125,10 @@ impl Workspace {
             .collect();
         // Stop scripts are bounded by their own timeouts only: they are the last chance to
         // save the user's work.
-        let outcomes = self.runner.run_all(&stop, &CancellationToken::new()).await;
+        let outcomes = self
+            .runner
+            .run_ordered(&stop, &CancellationToken::new())
+            .await;
         after_stop(&outcomes)
     }
 }
@@ -132,7 +140,7 @@ async fn run_start_then_cron(
     cancel: CancellationToken,
 ) {
     let start: Vec<&ManifestScript> = scripts.iter().filter(|s| s.run_on_start).collect();
-    let outcomes = runner.run_all(&start, &cancel).await;
+    let outcomes = runner.run_ordered(&start, &cancel).await;
     if cancel.is_cancelled() {
         // Shutting down: the next state is shutting_down, whatever the scripts did.
         return;

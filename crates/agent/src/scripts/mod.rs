@@ -1,7 +1,10 @@
-//! The manifest's scripts: where each one logs, the environment it gets, and running sets of
-//! them in parallel (start scripts, stop scripts) or one on its schedule (cron, see
-//! [`crate::cron`]).
+//! The manifest's scripts: where each one logs, the environment it gets, and running a
+//! phase's scripts (start, stop) as their dependencies allow (`ordering`) or one on its
+//! schedule (cron, see [`crate::cron`]). Also the agent's report on dev containers
+//! (`devcontainers`), which it cannot run.
 
+mod devcontainers;
+mod ordering;
 mod output;
 mod runner;
 
@@ -10,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use codersdk::agentsdk::ManifestScript;
-use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::expand_vars;
 use crate::process::ShellCommand;
 use crate::reporter::Reporter;
+pub(crate) use devcontainers::report_devcontainers;
 use output::ScriptOutput;
 pub(crate) use runner::Graces;
 
@@ -31,6 +34,8 @@ pub(crate) enum Outcome {
     PipesHeldOpen,
     /// The agent stopped it because it is shutting down.
     Interrupted,
+    /// It did not run: a prerequisite it needed to succeed did not.
+    Skipped,
 }
 
 /// Runs the manifest's scripts for one workspace.
@@ -91,13 +96,14 @@ impl ScriptRunner {
         outcome
     }
 
-    /// Runs `scripts` in parallel and returns their outcomes.
-    pub(crate) async fn run_all(
-        &self,
-        scripts: &[&ManifestScript],
-        cancel: &CancellationToken,
-    ) -> Vec<Outcome> {
-        join_all(scripts.iter().map(|script| self.run(script, cancel))).await
+    /// A line from the agent about `script` (waiting for, or skipping it), where its output
+    /// goes.
+    pub(crate) async fn note(&self, script: &ManifestScript, level: &str, message: &str) {
+        let log_path = log_path(script, &self.log_dir, self.home.as_deref(), &self.shell.env);
+        ScriptOutput::open(&log_path, self.reporter.clone(), script.log_source_id)
+            .await
+            .note(level, message)
+            .await;
     }
 }
 

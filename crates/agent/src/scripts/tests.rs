@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use codersdk::agentsdk::Request;
+use codersdk::proto::{ScriptDependency, ScriptRequirement};
 use uuid::Uuid;
 
 use super::*;
@@ -215,7 +216,10 @@ async fn scripts_run_in_parallel() -> anyhow::Result<()> {
     let f = fixture(quick())?;
     let (a, b) = (script("sleep 1; echo a", 0), script("sleep 1; exit 1", 0));
     let started = Instant::now();
-    let outcomes = f.runner.run_all(&[&a, &b], &CancellationToken::new()).await;
+    let outcomes = f
+        .runner
+        .run_ordered(&[&a, &b], &CancellationToken::new())
+        .await;
     assert_eq!(outcomes, [Outcome::Succeeded, Outcome::Failed]);
     assert!(started.elapsed() < Duration::from_millis(1900));
     Ok(())
@@ -246,4 +250,165 @@ fn log_paths_follow_coder() {
         log_path(&s, log_dir, Some(home), &env),
         Path::new("/tmp/s.log")
     );
+}
+
+fn ordered(address: &str, body: &str, after: &[(&str, ScriptRequirement)]) -> ManifestScript {
+    ManifestScript {
+        display_name: address.into(),
+        resource_address: address.into(),
+        dependencies: after
+            .iter()
+            .map(|(a, requirement)| ScriptDependency {
+                prerequisite_resource_address: (*a).into(),
+                requirement: *requirement,
+            })
+            .collect(),
+        ..script(body, 0)
+    }
+}
+
+#[tokio::test]
+async fn dependants_wait_for_their_prerequisites() -> anyhow::Result<()> {
+    use ScriptRequirement::Success;
+    let f = fixture(quick())?;
+    let stamp = f.dir.path().join("order");
+    let step = |name: &str| {
+        format!(
+            "echo start-{name} >>{0}; sleep 0.3; echo end-{name} >>{0}",
+            stamp.display()
+        )
+    };
+    // Listed out of order: the dependencies, not the list, decide.
+    let third = ordered(
+        "coder_script.third",
+        &step("third"),
+        &[("coder_script.second", Success)],
+    );
+    let first = ordered("coder_script.first", &step("first"), &[]);
+    let second = ordered(
+        "coder_script.second",
+        &step("second"),
+        &[("coder_script.first", Success)],
+    );
+    let outcomes = f
+        .runner
+        .run_ordered(&[&third, &first, &second], &CancellationToken::new())
+        .await;
+    assert_eq!(outcomes, [Outcome::Succeeded; 3]);
+    let order = std::fs::read_to_string(&stamp)?;
+    assert_eq!(
+        order.lines().collect::<Vec<_>>(),
+        [
+            "start-first",
+            "end-first",
+            "start-second",
+            "end-second",
+            "start-third",
+            "end-third"
+        ]
+    );
+    let lines = sent(&f.reporter).await?;
+    assert!(
+        has(
+            &lines,
+            "info",
+            "waiting for \"coder_script.second\" (coder_script.second) to finish"
+        ),
+        "{lines:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failed_prerequisite_skips_success_dependants_only() -> anyhow::Result<()> {
+    use ScriptRequirement::{Completion, Success};
+    let f = fixture(quick())?;
+    let broken = ordered("coder_script.broken", "exit 3", &[]);
+    let needs = ordered(
+        "coder_script.needs",
+        "echo ran-needs",
+        &[("coder_script.broken", Success)],
+    );
+    let after = ordered(
+        "coder_script.after",
+        "echo ran-after",
+        &[("coder_script.broken", Completion)],
+    );
+    let transitive = ordered(
+        "coder_script.transitive",
+        "echo ran-transitive",
+        &[("coder_script.needs", Success)],
+    );
+    let outcomes = f
+        .runner
+        .run_ordered(
+            &[&broken, &needs, &after, &transitive],
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(
+        outcomes,
+        [
+            Outcome::Failed,
+            Outcome::Skipped,
+            Outcome::Succeeded,
+            Outcome::Skipped
+        ]
+    );
+    let lines = sent(&f.reporter).await?;
+    assert!(has(&lines, "info", "ran-after"), "{lines:?}");
+    assert!(!has(&lines, "info", "ran-needs"), "{lines:?}");
+    assert!(
+        has(
+            &lines,
+            "warn",
+            "skipped: it requires its prerequisites to succeed, and \"coder_script.broken\" \
+             (coder_script.broken) failed"
+        ),
+        "{lines:?}"
+    );
+    assert!(
+        has(&lines, "warn", "(coder_script.needs) was skipped"),
+        "{lines:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn cycles_and_unknown_prerequisites_never_hang() -> anyhow::Result<()> {
+    use ScriptRequirement::{Completion, Success};
+    let f = fixture(quick())?;
+    let a = ordered("a", "true", &[("b", Success)]);
+    let b = ordered("b", "true", &[("a", Success)]);
+    let lost = ordered("c", "true", &[("elsewhere", Success)]);
+    let tolerant = ordered("d", "true", &[("elsewhere", Completion)]);
+    let outcomes = f
+        .runner
+        .run_ordered(&[&a, &b, &lost, &tolerant], &CancellationToken::new())
+        .await;
+    assert_eq!(
+        outcomes,
+        [
+            Outcome::Skipped,
+            Outcome::Skipped,
+            Outcome::Skipped,
+            Outcome::Succeeded
+        ]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn shutdown_interrupts_a_waiting_script() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let slow = ordered("slow", "sleep 30", &[]);
+    let waiting = ordered(
+        "waiting",
+        "echo never",
+        &[("slow", ScriptRequirement::Completion)],
+    );
+    let cancel = cancel_after(Duration::from_millis(200));
+    let outcomes = f.runner.run_ordered(&[&slow, &waiting], &cancel).await;
+    assert_eq!(outcomes, [Outcome::Interrupted, Outcome::Interrupted]);
+    Ok(())
 }

@@ -6,6 +6,7 @@ mod container;
 mod harness;
 mod provisioning;
 mod relay;
+mod script_order;
 mod server;
 mod ssh;
 mod terraform;

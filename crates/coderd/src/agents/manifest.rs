@@ -1,6 +1,6 @@
 //! The manifest an agent fetches on connect: built from what the build stored.
 
-use codersdk::agentsdk::{Manifest, ManifestScript, MetadataDescription};
+use codersdk::agentsdk::{Manifest, ManifestDevcontainer, ManifestScript, MetadataDescription};
 
 use crate::state::AppState;
 use crate::store;
@@ -10,6 +10,7 @@ pub async fn build(state: &AppState, agent: uuid::Uuid) -> store::Result<Manifes
     let context = state.store.agent_context(agent).await?;
     let scripts = state.store.agent_scripts(&[agent]).await?;
     let metadata = state.store.agent_metadata(agent).await?;
+    let devcontainers = state.store.agent_devcontainers(agent).await?;
     let apps = state
         .store
         .agent_apps(agent)
@@ -41,6 +42,8 @@ pub async fn build(state: &AppState, agent: uuid::Uuid) -> store::Result<Manifes
                 start_blocks_login: s.start_blocks_login,
                 timeout_seconds: i64::from(s.timeout_seconds),
                 log_path: s.log_path,
+                resource_address: s.resource_address,
+                dependencies: serde_json::from_value(s.dependencies).unwrap_or_default(),
             })
             .collect(),
         metadata: metadata
@@ -55,5 +58,15 @@ pub async fn build(state: &AppState, agent: uuid::Uuid) -> store::Result<Manifes
             .collect(),
         apps,
         access_url: state.options.access_url.as_str().to_string(),
+        devcontainers: devcontainers
+            .into_iter()
+            .map(|d| ManifestDevcontainer {
+                id: d.id,
+                log_source_id: d.log_source_id,
+                name: d.name,
+                workspace_folder: d.workspace_folder,
+                config_path: d.config_path,
+            })
+            .collect(),
     })
 }

@@ -51,6 +51,21 @@ pub struct ScriptRow {
     pub timeout_seconds: i32,
     pub log_path: String,
     pub created_at: DateTime<Utc>,
+    pub resource_address: String,
+    /// `codersdk::proto::ScriptDependency` list, as the provisioner computed it.
+    pub dependencies: serde_json::Value,
+}
+
+/// A `coder_devcontainer` of an agent, with the log source the agent reports it under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevcontainerRow {
+    pub id: Uuid,
+    pub agent_id: Uuid,
+    pub log_source_id: Uuid,
+    pub name: String,
+    pub workspace_folder: String,
+    pub config_path: String,
+    pub created_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +192,19 @@ impl Store {
                 ScriptRow,
                 "SELECT * FROM workspace_agent_scripts WHERE agent_id = ANY($1) ORDER BY created_at, display_name",
                 agents
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await
+    }
+
+    pub async fn agent_devcontainers(&self, agent: Uuid) -> Result<Vec<DevcontainerRow>> {
+        timed("agent_devcontainers", async {
+            Ok(sqlx::query_as!(
+                DevcontainerRow,
+                "SELECT * FROM workspace_agent_devcontainers WHERE agent_id = $1 ORDER BY created_at, name",
+                agent
             )
             .fetch_all(&self.pool)
             .await?)

@@ -20,7 +20,8 @@ use std::time::Instant;
 use sqlx::PgPool;
 
 pub use agents::{
-    AgentAuth, AgentContext, AgentLogRow, LogSourceRow, MetadataEntry, MetadataWrite, ScriptRow,
+    AgentAuth, AgentContext, AgentLogRow, DevcontainerRow, LogSourceRow, MetadataEntry,
+    MetadataWrite, ScriptRow,
 };
 pub use api_keys::{ApiKeyRow, NewApiKey};
 pub use completion::{Completion, FinishOutcome};

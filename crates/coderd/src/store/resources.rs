@@ -256,22 +256,13 @@ async fn insert_agent(
         .await?;
     }
     for script in &agent.scripts {
-        let log_source = Uuid::new_v4();
-        sqlx::query!(
-            r#"INSERT INTO workspace_agent_log_sources (id, agent_id, display_name, icon, created_at)
-               VALUES ($1, $2, $3, $4, $5)"#,
-            log_source,
-            agent_id,
-            script.display_name,
-            script.icon,
-            now
-        )
-        .execute(&mut *tx)
-        .await?;
+        let log_source =
+            insert_log_source(tx, agent_id, &script.display_name, &script.icon, now).await?;
         sqlx::query!(
             r#"INSERT INTO workspace_agent_scripts (id, agent_id, log_source_id, display_name, script,
-                   cron, run_on_start, run_on_stop, start_blocks_login, timeout_seconds, log_path, created_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"#,
+                   cron, run_on_start, run_on_stop, start_blocks_login, timeout_seconds, log_path,
+                   resource_address, dependencies, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"#,
             Uuid::new_v4(),
             agent_id,
             log_source,
@@ -283,6 +274,27 @@ async fn insert_agent(
             script.start_blocks_login,
             script.timeout_seconds,
             script.log_path,
+            script.resource_address,
+            serde_json::to_value(&script.dependencies).unwrap_or_default(),
+            now
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    for container in &agent.devcontainers {
+        // The agent reports on the container under a log source of its own.
+        let name = format!("Dev container {}", container.name);
+        let log_source = insert_log_source(tx, agent_id, &name, "", now).await?;
+        sqlx::query!(
+            r#"INSERT INTO workspace_agent_devcontainers (id, agent_id, log_source_id, name,
+                   workspace_folder, config_path, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
+            Uuid::new_v4(),
+            agent_id,
+            log_source,
+            container.name,
+            container.workspace_folder,
+            container.config_path,
             now
         )
         .execute(&mut *tx)
@@ -325,6 +337,28 @@ async fn insert_agent(
         .await?;
     }
     Ok(())
+}
+
+async fn insert_log_source(
+    tx: &mut sqlx::PgConnection,
+    agent: Uuid,
+    display_name: &str,
+    icon: &str,
+    now: DateTime<Utc>,
+) -> Result<Uuid> {
+    let id = Uuid::new_v4();
+    sqlx::query!(
+        r#"INSERT INTO workspace_agent_log_sources (id, agent_id, display_name, icon, created_at)
+           VALUES ($1, $2, $3, $4, $5)"#,
+        id,
+        agent,
+        display_name,
+        icon,
+        now
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(id)
 }
 
 impl Store {

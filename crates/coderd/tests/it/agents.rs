@@ -10,7 +10,10 @@ use codersdk::agentsdk::{
     AgentConnection, AgentLog, LifecycleChange, LifecycleState, LogBatch, MetadataValue, Request,
     Response, StartupInfo, Stats,
 };
-use codersdk::proto::{Agent, AgentAuth, AgentMetadata, App, Env, Resource, Script};
+use codersdk::proto::{
+    Agent, AgentAuth, AgentMetadata, App, Devcontainer, Env, Resource, Script, ScriptDependency,
+    ScriptRequirement,
+};
 use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace};
 use futures::StreamExt;
 use provisionerd::engines::echo::{BuildStage, EchoTemplate};
@@ -106,6 +109,86 @@ pub(crate) async fn workspace_for(
 
 pub(crate) fn agent_id(ws: &Workspace) -> Uuid {
     ws.latest_build.resources[0].agents[0].id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_manifest_carries_script_dependencies_and_dev_containers() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let token = Uuid::new_v4().to_string();
+    let mut template = agent_template(&token);
+    if let Some(agent) = template
+        .start
+        .as_mut()
+        .and_then(|s| s.resources.first_mut())
+        .and_then(|r| r.agents.first_mut())
+    {
+        let script = |address: &str, after: Option<&str>| Script {
+            display_name: address.into(),
+            script: "true".into(),
+            run_on_start: true,
+            resource_address: address.into(),
+            dependencies: after
+                .map(|a| ScriptDependency {
+                    prerequisite_resource_address: a.into(),
+                    requirement: ScriptRequirement::Completion,
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        agent.scripts = vec![
+            script("coder_script.clone", None),
+            script("coder_script.install", Some("coder_script.clone")),
+        ];
+        agent.devcontainers = vec![Devcontainer {
+            name: "repo".into(),
+            workspace_folder: "/repo".into(),
+            config_path: "/repo/.devcontainer/devcontainer.json".into(),
+            ..Default::default()
+        }];
+    }
+    let template = app.echo_template(&owner, "ordered", &template, &[]).await?;
+    let ws = testutil::running_workspace(&owner, template.id, "dev").await?;
+    let id = agent_id(&ws);
+
+    let conn = AgentConnection::connect(&app.url, &token).await?;
+    let Response::Manifest(manifest) = conn.call(Request::GetManifest).await? else {
+        panic!("expected a manifest");
+    };
+    let install = manifest
+        .scripts
+        .iter()
+        .find(|s| s.resource_address == "coder_script.install")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        install.dependencies,
+        [ScriptDependency {
+            prerequisite_resource_address: "coder_script.clone".into(),
+            requirement: ScriptRequirement::Completion,
+        }]
+    );
+    let [container] = manifest.devcontainers.as_slice() else {
+        panic!("one dev container: {:?}", manifest.devcontainers);
+    };
+    assert_eq!(
+        (container.name.as_str(), container.workspace_folder.as_str()),
+        ("repo", "/repo")
+    );
+    assert_eq!(
+        container.config_path,
+        "/repo/.devcontainer/devcontainer.json"
+    );
+    // Its log source is the agent's, so what the agent reports there shows with its logs.
+    let agent = owner.workspace_agent(id).await?;
+    let source = agent
+        .log_sources
+        .iter()
+        .find(|s| s.id == container.log_source_id)
+        .map(|s| s.display_name.as_str());
+    assert_eq!(source, Some("Dev container repo"));
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]

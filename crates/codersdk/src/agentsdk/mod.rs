@@ -300,6 +300,20 @@ pub struct Manifest {
     pub metadata: Vec<MetadataDescription>,
     pub apps: Vec<crate::workspaces::WorkspaceApp>,
     pub access_url: String,
+    /// Dev containers the template declares for this agent (`coder_devcontainer`).
+    pub devcontainers: Vec<ManifestDevcontainer>,
+}
+
+/// A dev container the agent should start, with the log source its messages go to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ManifestDevcontainer {
+    pub id: Uuid,
+    pub log_source_id: Uuid,
+    pub name: String,
+    pub workspace_folder: String,
+    /// Path of `devcontainer.json`; empty for the default location.
+    pub config_path: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -317,6 +331,11 @@ pub struct ManifestScript {
     pub timeout_seconds: i64,
     /// Where the agent writes the script's output (relative paths are under its log directory).
     pub log_path: String,
+    /// Terraform address of the `coder_script`; empty for an agent's legacy startup and
+    /// shutdown scripts.
+    pub resource_address: String,
+    /// Scripts of the same phase, by `resource_address`, this one waits for.
+    pub dependencies: Vec<crate::proto::ScriptDependency>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
