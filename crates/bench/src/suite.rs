@@ -23,7 +23,8 @@ use crate::graphile::{self, GraphileResults};
 use crate::procs::{Cluster, open_dir};
 use crate::report::{Check, Report, Row};
 use crate::scenarios::{
-    Cycling, agents, api, bare, builds, ceiling, list, pickup, startup, terraform, uploads,
+    Cycling, agentbin, agents, api, bare, builds, ceiling, list, pickup, startup, terraform,
+    uploads,
 };
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
@@ -85,7 +86,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     stopped?;
 
     progress.step("coder server start-up on an existing embedded cluster");
-    let runs = startup::run(
+    let (runs, download) = startup::run(
         &config.coder_bin,
         &work.join("startup"),
         sizes.startup_runs,
@@ -114,9 +115,38 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         .note("3 built-in daemons; PostgreSQL's own processes not included"),
     );
     report.counts.insert("startup_runs".into(), runs.len());
+    agent_download_rows(&download, &mut report);
     upload_rows(config, &work, &mut report, &progress).await?;
     progress.step("done");
     Ok(report)
+}
+
+fn agent_download_rows(download: &agentbin::AgentDownload, report: &mut Report) {
+    const MB: f64 = 1e6;
+    report.rows.push(
+        Row::new(
+            "P11b",
+            "bytes a workspace downloads to start its agent, first start",
+            "MB",
+            &[download.first_start_bytes as f64 / MB],
+        )
+        .goal("≤ 15 MB", Check::max(15.0))
+        .note(format!(
+            "{} of a {:.1} MB binary in {:.2} s, loopback",
+            download.encoding,
+            download.binary_bytes as f64 / MB,
+            download.first_start.as_secs_f64()
+        )),
+    );
+    report.rows.push(
+        Row::new(
+            "P11b",
+            "bytes a workspace downloads to start its agent, binary kept from a start before",
+            "MB",
+            &[download.next_start_bytes as f64 / MB],
+        )
+        .note("304 Not Modified: the init script's cached binary has the served hash"),
+    );
 }
 
 /// Only the large-template-imports scenario (`coder-bench --only uploads`).

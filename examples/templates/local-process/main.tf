@@ -32,8 +32,9 @@ locals {
   home     = "${var.workspaces_dir}/${data.coder_workspace.me.id}"
   pid_file = "${local.home}/.coder-workspace.pid"
   log_file = "${local.home}/.coder-workspace.log"
-  # The agent's TMPDIR: the init script downloads the coder binary (100+ MB) into it and the
-  # agent keeps its logs there, so both go when the home is removed.
+  # The agent's TMPDIR: the agent keeps its logs there, so they go when the home is removed.
+  # (The init script keeps the coder binary in the home's .cache/coder, so the workspace's
+  # next start downloads it only if the deployment serves a new one.)
   tmp_dir = "${local.home}/.tmp"
 }
 

@@ -197,7 +197,11 @@ async fn a_local_process_workspace_lives_through_start_stop_start_and_delete() -
     })
     .await?;
     let exe = std::fs::read_link(format!("/proc/{first}/exe"))?;
-    assert!(exe.starts_with(home.join(".tmp")), "{}", exe.display());
+    assert!(
+        exe.starts_with(home.join(".cache/coder")),
+        "the init script keeps the binary in the home's cache: {}",
+        exe.display()
+    );
     std::fs::write(home.join("notes.txt"), "kept across stops")?;
 
     // Stop: the process goes, the home stays.
@@ -225,6 +229,17 @@ async fn a_local_process_workspace_lives_through_start_stop_start_and_delete() -
     assert_ne!(first, second);
     assert!(alive(second));
     assert!(home.join("notes.txt").exists());
+    // coderd still serves the binary the first start kept: 304, nothing downloaded.
+    eventually(
+        Duration::from_secs(30),
+        "the init script's cache hit",
+        || async {
+            let log =
+                std::fs::read_to_string(home.join(".coder-workspace.log")).unwrap_or_default();
+            Ok(log.contains("is current"))
+        },
+    )
+    .await?;
 
     // Delete: nothing is left.
     d.ok(&["delete", "dev", "--yes"])?;

@@ -2,6 +2,7 @@
 //! make, and the batched writes that keep thousands of agents cheap.
 
 pub mod batch;
+pub mod binary;
 pub mod connection;
 pub mod manifest;
 

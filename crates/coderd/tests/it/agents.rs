@@ -463,11 +463,8 @@ async fn members_cannot_see_other_users_agents() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn the_agent_binary_is_served_for_this_platform_only() -> anyhow::Result<()> {
-    let app = TestApp::new().await?;
-    let client = app.client();
-    let own = format!(
+fn own_binary_path() -> String {
+    format!(
         "/bin/coder-{}-{}",
         std::env::consts::OS,
         match std::env::consts::ARCH {
@@ -475,19 +472,77 @@ async fn the_agent_binary_is_served_for_this_platform_only() -> anyhow::Result<(
             "aarch64" => "arm64",
             other => other,
         }
-    );
-    let resp = client.request(reqwest::Method::GET, &own)?.send().await?;
+    )
+}
+
+#[tokio::test]
+async fn the_agent_binary_is_served_for_this_platform_only() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let client = app.client();
+    let resp = client
+        .request(reqwest::Method::GET, &own_binary_path())?
+        .send()
+        .await?;
     assert_eq!(resp.status(), 200);
-    let expected = std::fs::metadata(std::env::current_exe()?)?.len();
-    assert_eq!(
-        resp.bytes().await?.len() as u64,
-        expected,
-        "the running executable"
-    );
+    assert_eq!(resp.headers().get("content-encoding"), None);
+    let expected = std::fs::read(std::env::current_exe()?)?;
+    assert!(resp.bytes().await? == expected, "the running executable");
     let other = client
         .request(reqwest::Method::GET, "/bin/coder-plan9-mips")?
         .send()
         .await?;
     assert_eq!(other.status(), 404);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_agent_binary_is_compressed_on_request_and_not_sent_again_when_current()
+-> anyhow::Result<()> {
+    use sha2::Digest as _;
+    use std::io::Read as _;
+
+    let app = TestApp::new().await?;
+    let client = app.client();
+    let expected = std::fs::read(std::env::current_exe()?)?;
+    let etag = format!("W/\"{}\"", hex::encode(sha2::Sha256::digest(&expected)));
+    let get = |headers: &[(&str, &str)]| -> anyhow::Result<reqwest::RequestBuilder> {
+        let mut request = client.request(reqwest::Method::GET, &own_binary_path())?;
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        Ok(request)
+    };
+
+    let zstd = get(&[("accept-encoding", "zstd")])?.send().await?;
+    assert_eq!(zstd.status(), 200);
+    assert_eq!(zstd.headers()["content-encoding"], "zstd");
+    assert_eq!(zstd.headers()["etag"], etag.as_str());
+    assert_eq!(zstd.headers()["vary"], "accept-encoding");
+    let body = zstd.bytes().await?;
+    assert!(body.len() < expected.len(), "{} bytes", body.len());
+    assert!(zstd::decode_all(&body[..])? == expected);
+
+    let gzip = get(&[("accept-encoding", "gzip")])?.send().await?;
+    assert_eq!(gzip.headers()["content-encoding"], "gzip");
+    let mut decoded = Vec::new();
+    flate2::read::GzDecoder::new(&gzip.bytes().await?[..]).read_to_end(&mut decoded)?;
+    assert!(decoded == expected);
+
+    // A bootstrap script holding this binary sends its hash, quoted, weak or strong.
+    let hash = etag.trim_start_matches("W/");
+    for if_none_match in [etag.as_str(), hash, &format!("\"other\", {etag}")] {
+        let cached = get(&[
+            ("accept-encoding", "zstd"),
+            ("if-none-match", if_none_match),
+        ])?
+        .send()
+        .await?;
+        assert_eq!(cached.status(), 304, "{if_none_match}");
+        assert_eq!(cached.headers()["etag"], etag.as_str());
+        assert!(cached.bytes().await?.is_empty());
+    }
+    let stale = get(&[("if-none-match", "W/\"0123\"")])?.send().await?;
+    assert_eq!(stale.status(), 200);
+    assert_eq!(stale.bytes().await?.len(), expected.len());
     Ok(())
 }
