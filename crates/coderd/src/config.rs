@@ -141,6 +141,10 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_OIDC_ICON_URL", default_value = "")]
     pub oidc_icon_url: String,
 
+    /// Disables the login abuse limits. Not for production.
+    #[arg(long, env = "CODER_DANGEROUS_DISABLE_RATE_LIMITS")]
+    pub dangerous_disable_rate_limits: bool,
+
     /// Only owners may sign in with a password; everyone else uses the identity provider.
     #[arg(long, env = "CODER_DISABLE_PASSWORD_AUTH")]
     pub disable_password_auth: bool,

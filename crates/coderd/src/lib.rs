@@ -7,6 +7,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod limits;
 pub mod openapi;
 pub mod postgres;
 pub mod provisioners;

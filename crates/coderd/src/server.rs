@@ -127,10 +127,14 @@ pub async fn serve_state(
             tracing::debug!(error = %e, "setting TCP_NODELAY");
         }
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(drain)
-        .await
-        .map_err(Error::Serve)
+    // The peer address is what login limits are counted against.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(drain)
+    .await
+    .map_err(Error::Serve)
 }
 
 /// `coder server`: resolves the database (starting the embedded cluster when no URL is given),
@@ -170,6 +174,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
         deployment.oidc = config.oidc_settings().map_err(Error::Config)?;
         deployment.disable_password_auth = config.disable_password_auth;
+        if config.dangerous_disable_rate_limits {
+            tracing::warn!("login rate limits are disabled (CODER_DANGEROUS_DISABLE_RATE_LIMITS)");
+            deployment.login_limits = crate::limits::LoginLimitSettings::disabled();
+        }
         deployment.external_token_keys = config.token_keys().map_err(Error::Config)?.map(Arc::new);
         tracing::info!(
             address = %bound,

@@ -44,6 +44,8 @@ pub struct Options {
     /// Keys sealing provider tokens at rest (`CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS`); without
     /// them no provider token is kept.
     pub external_token_keys: Option<Arc<oauth_client::KeyRing>>,
+    /// Password login attempts allowed per client address and per account.
+    pub login_limits: crate::limits::LoginLimitSettings,
 }
 
 impl Options {
@@ -61,6 +63,7 @@ impl Options {
             oidc: None,
             disable_password_auth: false,
             external_token_keys: None,
+            login_limits: Default::default(),
         }
     }
 }
@@ -86,6 +89,8 @@ pub struct StateInner {
     pub files: crate::provisioners::file_cache::FileCache,
     /// Sign-in providers (OIDC).
     pub sso: crate::sso::Sso,
+    /// Password login attempts counted per address and account.
+    pub login_limits: Arc<crate::limits::LoginLimits>,
     /// Cancelled when the server shuts down; long-lived connections end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }
@@ -113,6 +118,8 @@ impl AppState {
         let store = Store::new(pool.clone());
         options.deployment_id = store.deployment_id().await?;
         let sso = crate::sso::Sso::start(&store, &options).await?;
+        let login_limits = Arc::new(crate::limits::LoginLimits::new(options.login_limits));
+        login_limits.clone().prune_until(shutdown.child_token());
         let pubsub = Pubsub::start(pool, shutdown.child_token());
         let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
         let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
@@ -148,6 +155,7 @@ impl AppState {
             template_usage,
             files: Default::default(),
             sso,
+            login_limits,
             shutdown,
         }))
     }

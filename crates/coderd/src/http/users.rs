@@ -3,7 +3,7 @@
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post, put};
 use codersdk::users::{
     AssignableRole, CreateFirstUserRequest, CreateFirstUserResponse, CreateUserRequest,
@@ -111,12 +111,22 @@ const BAD_CREDENTIALS: &str = "Incorrect email or password.";
 
 #[utoipa::path(post, path = "/api/v2/users/login", tag = "Authorization",
     request_body = LoginWithPasswordRequest,
-    responses((status = 201, body = LoginWithPasswordResponse), (status = 401, body = Response)))]
+    responses((status = 201, body = LoginWithPasswordResponse), (status = 401, body = Response),
+        (status = 429, body = Response, description = "Too many attempts from this address or for this account; see Retry-After.")))]
 pub(super) async fn login(
     State(state): State<AppState>,
+    extensions: axum::http::Extensions,
     Json(req): Json<LoginWithPasswordRequest>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<HttpResponse> {
     validate::requests::login(&req)?;
+    // Counted before the password is hashed: refused attempts cost no Argon2 run.
+    let peer = extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Err(limited) = state.login_limits.attempt(peer, &req.email) {
+        metrics::counter!("coderd_login_attempts_total", "result" => "rate_limited").increment(1);
+        return Ok(too_many_attempts(limited));
+    }
     let user = match state.store.user_by_email(&req.email).await {
         Ok(user) => Some(user),
         Err(store::Error::NotFound) => None,
@@ -128,6 +138,8 @@ pub(super) async fn login(
         .map(|u| u.hashed_password.clone());
     // Unknown accounts cost the same work and get the same answer as wrong passwords.
     let ok = crate::auth::verify_password(hash, req.password).await?;
+    let result = if ok { "succeeded" } else { "failed" };
+    metrics::counter!("coderd_login_attempts_total", "result" => result).increment(1);
     let Some(user) = user.filter(|_| ok) else {
         return Err(ApiError::unauthorized(BAD_CREDENTIALS));
     };
@@ -158,7 +170,23 @@ pub(super) async fn login(
         Json(LoginWithPasswordResponse {
             session_token: token,
         }),
-    ))
+    )
+        .into_response())
+}
+
+/// 429 with `Retry-After`, the same for every account, existing or not.
+fn too_many_attempts(limited: crate::limits::Limited) -> HttpResponse {
+    let seconds = limited.retry_after.as_secs_f64().ceil().max(1.0) as u64;
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many login attempts. Try again later.",
+    )
+    .with_detail(format!("Retry in {seconds} s."))
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
 }
 
 fn session_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {

@@ -5,6 +5,7 @@ mod auth;
 mod builds;
 mod domain;
 mod files;
+mod limits;
 mod metrics;
 mod migrations;
 mod oidc;
