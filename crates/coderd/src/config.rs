@@ -66,6 +66,26 @@ pub struct ServerConfig {
     /// and administrators may not.
     #[arg(long, env = "CODER_DISABLE_OWNER_WORKSPACE_ACCESS")]
     pub disable_owner_workspace_access: bool,
+    /// How often the lifecycle executor looks for workspaces to start, stop, make dormant or
+    /// delete.
+    #[arg(
+        long,
+        env = "CODER_AUTOBUILD_POLL_INTERVAL",
+        default_value = "1m",
+        value_parser = poll_interval,
+        hide = true
+    )]
+    pub autobuild_poll_interval: Duration,
+
+    /// When workspaces are restarted for their template's autostop requirement, as a daily
+    /// schedule ("CRON_TZ=<zone> <minute> <hour> * * *").
+    #[arg(
+        long = "default-quiet-hours-schedule",
+        env = "CODER_QUIET_HOURS_DEFAULT_SCHEDULE",
+        default_value = crate::state::DEFAULT_QUIET_HOURS,
+        value_parser = quiet_hours
+    )]
+    pub quiet_hours: String,
 
     /// Issuer URL of the OpenID Connect provider people sign in with; enables OIDC login
     /// (register `<access URL>/api/v2/users/oidc/callback` as its redirect URI).
@@ -197,6 +217,8 @@ impl std::fmt::Debug for ServerConfig {
                 "external_token_encryption_keys",
                 &format!("<{} redacted>", self.external_token_encryption_keys.len()),
             )
+            .field("autobuild_poll_interval", &self.autobuild_poll_interval)
+            .field("quiet_hours", &self.quiet_hours)
             .field("config_dir", &self.config_dir)
             .finish_non_exhaustive()
     }
@@ -279,4 +301,19 @@ fn non_empty(items: &[String]) -> Vec<String> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+fn poll_interval(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(d)
+}
+
+/// Validated here so a bad schedule stops the server at startup with the flag's name.
+fn quiet_hours(s: &str) -> Result<String, String> {
+    crate::schedule::Schedule::daily(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }

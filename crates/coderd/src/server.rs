@@ -50,6 +50,9 @@ pub struct ServeOptions {
     /// The engines of the built-in daemons, by provisioner type (default: echo only; `run`
     /// adds terraform).
     pub builtin_engines: Vec<(String, Arc<dyn provisionerd::Engine>)>,
+    /// How often the lifecycle executor looks for due workspaces; `None` leaves it to the
+    /// caller (tests drive it with [`lifecycle::Ticks::Driven`](crate::lifecycle::Ticks)).
+    pub autobuild_poll_interval: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -58,6 +61,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("deployment", &self.deployment)
             .field("http", &self.http)
             .field("provisioner_daemons", &self.provisioner_daemons)
+            .field("autobuild_poll_interval", &self.autobuild_poll_interval)
             .field(
                 "builtin_engines",
                 &self
@@ -80,6 +84,7 @@ impl ServeOptions {
                 provisionerd::engines::echo::PROVISIONER.to_owned(),
                 Arc::new(provisionerd::engines::echo::EchoEngine),
             )],
+            autobuild_poll_interval: Some(crate::lifecycle::DEFAULT_POLL_INTERVAL),
         }
     }
 }
@@ -110,6 +115,13 @@ pub async fn serve_state(
         .map(|(kind, engine)| (kind.as_str(), engine.clone()))
         .collect();
     let daemons = builtin::start(&state, options.provisioner_daemons, &engines, &daemons_stop);
+    if let Some(period) = options.autobuild_poll_interval {
+        crate::lifecycle::spawn(
+            state.clone(),
+            crate::lifecycle::Ticks::Every(period),
+            shutdown.child_token(),
+        );
+    }
     let app = http::router(state, options.http);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running
     // server); then the server drains its connections.
@@ -179,6 +191,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             deployment.login_limits = crate::limits::LoginLimitSettings::disabled();
         }
         deployment.external_token_keys = config.token_keys().map_err(Error::Config)?.map(Arc::new);
+        // Validated when the flag was parsed; the default stays otherwise.
+        if let Ok(quiet_hours) = crate::schedule::Schedule::daily(&config.quiet_hours) {
+            deployment.quiet_hours = quiet_hours;
+        }
         tracing::info!(
             address = %bound,
             access_url = %deployment.access_url,
@@ -187,6 +203,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         );
         let mut options = ServeOptions::new(deployment);
         options.provisioner_daemons = config.provisioner_daemons;
+        options.autobuild_poll_interval = Some(config.autobuild_poll_interval);
         if config.provisioner_daemons > 0 {
             options.builtin_engines.push((
                 provisionerd::engines::terraform::PROVISIONER.to_owned(),

@@ -46,6 +46,11 @@ pub struct Options {
     pub external_token_keys: Option<Arc<oauth_client::KeyRing>>,
     /// Password login attempts allowed per client address and per account.
     pub login_limits: crate::limits::LoginLimitSettings,
+    /// "Now" for schedules: deadlines, next autostarts, the lifecycle executor.
+    pub clock: crate::clock::Clock,
+    /// When workspaces may be restarted for their template's autostop requirement (Coder's
+    /// default quiet hours: midnight UTC).
+    pub quiet_hours: crate::schedule::Schedule,
 }
 
 impl Options {
@@ -64,9 +69,19 @@ impl Options {
             disable_password_auth: false,
             external_token_keys: None,
             login_limits: Default::default(),
+            clock: crate::clock::Clock::system(),
+            quiet_hours: default_quiet_hours(),
         }
     }
 }
+
+/// Coder's default quiet hours, `CRON_TZ=UTC 0 0 * * *`.
+pub fn default_quiet_hours() -> crate::schedule::Schedule {
+    crate::schedule::Schedule::daily(DEFAULT_QUIET_HOURS)
+        .unwrap_or_else(|e| unreachable!("the default quiet hours parse: {e}"))
+}
+
+pub const DEFAULT_QUIET_HOURS: &str = "CRON_TZ=UTC 0 0 * * *";
 
 /// Everything coderd's front doors and background tasks can reach. Cheap to clone.
 #[derive(Clone)]

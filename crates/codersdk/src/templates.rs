@@ -26,12 +26,49 @@ pub struct Template {
     pub deprecation_message: String,
     pub icon: String,
     pub default_ttl_ms: i64,
+    /// How far activity in a running workspace pushes its deadline (0: it does not).
+    pub activity_bump_ms: i64,
+    pub autostop_requirement: TemplateAutostopRequirement,
+    pub autostart_requirement: TemplateAutostartRequirement,
     pub created_by_id: Uuid,
     pub created_by_name: String,
     pub allow_user_cancel_workspace_jobs: bool,
     pub allow_user_autostart: bool,
     pub allow_user_autostop: bool,
+    /// A failed start is stopped this long after it failed (0: never).
+    pub failure_ttl_ms: i64,
+    /// A workspace unused this long becomes dormant (0: never).
+    pub time_til_dormant_ms: i64,
+    /// A dormant workspace is deleted this long after it became dormant (0: never).
+    pub time_til_dormant_autodelete_ms: i64,
     pub require_active_version: bool,
+    /// The widest sharing level a workspace port may have: owner, authenticated,
+    /// organization or public.
+    pub max_port_share_level: String,
+    /// p50/p95 build times (ms) of recent `start`, `stop` and `delete` builds.
+    pub build_time_stats: std::collections::BTreeMap<String, TransitionStats>,
+}
+
+/// Days a restart is required (Monday first), every `weeks` weeks (counted from Monday
+/// 2 January 2023, so every deployment agrees): the workspace is stopped during its owner's
+/// quiet hours on those days.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TemplateAutostopRequirement {
+    pub days_of_week: Vec<String>,
+    pub weeks: i64,
+}
+
+/// Days autostart may happen on; empty means never.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TemplateAutostartRequirement {
+    pub days_of_week: Vec<String>,
+}
+
+/// Build times of one transition, in milliseconds (null until there are builds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TransitionStats {
+    pub p50: Option<i64>,
+    pub p95: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -46,8 +83,30 @@ pub struct CreateTemplateRequest {
     pub template_version_id: Uuid,
     #[serde(default)]
     pub default_ttl_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_bump_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autostop_requirement: Option<TemplateAutostopRequirement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autostart_requirement: Option<TemplateAutostartRequirement>,
     #[serde(default)]
     pub allow_user_cancel_workspace_jobs: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_user_autostart: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_user_autostop: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_ttl_ms: Option<i64>,
+    /// The template's `time_til_dormant_ms` (Coder's create request names it so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dormant_ttl_ms: Option<i64>,
+    /// The template's `time_til_dormant_autodelete_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_ttl_ms: Option<i64>,
+    #[serde(default)]
+    pub require_active_version: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_port_share_level: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -66,6 +125,33 @@ pub struct UpdateTemplateMeta {
     pub allow_user_cancel_workspace_jobs: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecation_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_bump_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autostop_requirement: Option<TemplateAutostopRequirement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autostart_requirement: Option<TemplateAutostartRequirement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_user_autostart: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_user_autostop: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_ttl_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_til_dormant_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_til_dormant_autodelete_ms: Option<i64>,
+    /// Count the template's workspaces as used now (so a shorter dormancy threshold does not
+    /// make them dormant at once).
+    #[serde(default)]
+    pub update_workspace_last_used_at: bool,
+    /// Restart dormant workspaces' deletion clocks now.
+    #[serde(default)]
+    pub update_workspace_dormant_at: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_active_version: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_port_share_level: Option<String>,
 }
 
 /// `PATCH /templates/{id}/versions`: promote a version.

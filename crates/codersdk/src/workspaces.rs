@@ -245,6 +245,8 @@ pub struct Workspace {
     pub automatic_updates: String,
     pub allow_renames: bool,
     pub favorite: bool,
+    /// When the autostart schedule next starts the workspace (none without a schedule).
+    pub next_start_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -288,7 +290,126 @@ pub struct CreateWorkspaceBuildRequest {
     pub reason: String,
 }
 
+/// `PUT /workspaces/{id}/autostart`: `CRON_TZ=<zone> <minute> <hour> * * <days of week>`;
+/// absent or empty turns autostart off.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdateWorkspaceAutostartRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+}
+
+/// `PUT /workspaces/{id}/ttl`: the time to live of each start, in milliseconds; null turns
+/// autostop off.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdateWorkspaceTTLRequest {
+    #[serde(default)]
+    pub ttl_ms: Option<i64>,
+}
+
+/// `PUT /workspaces/{id}/extend`: the running build's new deadline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PutExtendWorkspaceRequest {
+    pub deadline: DateTime<Utc>,
+}
+
+/// `PUT /workspaces/{id}/dormant`: make the workspace dormant, or active again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdateWorkspaceDormancy {
+    pub dormant: bool,
+}
+
+/// `PUT /workspaces/{id}/autoupdates`: `always` (autostarts use the template's active
+/// version) or `never`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdateWorkspaceAutomaticUpdatesRequest {
+    pub automatic_updates: String,
+}
+
+/// `GET /workspaces/{id}/resolve-autostart`: whether the workspace's next autostart would fail
+/// for its parameters (the version it would run needs values it does not have).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ResolveAutostartResponse {
+    pub parameter_mismatch: bool,
+}
+
 impl crate::Client {
+    pub async fn update_workspace_autostart(
+        &self,
+        id: Uuid,
+        req: &UpdateWorkspaceAutostartRequest,
+    ) -> Result<(), crate::ClientError> {
+        self.send_empty(
+            self.request(
+                reqwest::Method::PUT,
+                &format!("/api/v2/workspaces/{id}/autostart"),
+            )?
+            .json(req),
+        )
+        .await
+    }
+
+    pub async fn update_workspace_ttl(
+        &self,
+        id: Uuid,
+        req: &UpdateWorkspaceTTLRequest,
+    ) -> Result<(), crate::ClientError> {
+        self.send_empty(
+            self.request(
+                reqwest::Method::PUT,
+                &format!("/api/v2/workspaces/{id}/ttl"),
+            )?
+            .json(req),
+        )
+        .await
+    }
+
+    pub async fn extend_workspace(
+        &self,
+        id: Uuid,
+        req: &PutExtendWorkspaceRequest,
+    ) -> Result<crate::Response, crate::ClientError> {
+        self.put(&format!("/api/v2/workspaces/{id}/extend"), req)
+            .await
+    }
+
+    pub async fn update_workspace_dormancy(
+        &self,
+        id: Uuid,
+        req: &UpdateWorkspaceDormancy,
+    ) -> Result<(), crate::ClientError> {
+        self.send_empty(
+            self.request(
+                reqwest::Method::PUT,
+                &format!("/api/v2/workspaces/{id}/dormant"),
+            )?
+            .json(req),
+        )
+        .await
+    }
+
+    pub async fn update_workspace_automatic_updates(
+        &self,
+        id: Uuid,
+        req: &UpdateWorkspaceAutomaticUpdatesRequest,
+    ) -> Result<(), crate::ClientError> {
+        self.send_empty(
+            self.request(
+                reqwest::Method::PUT,
+                &format!("/api/v2/workspaces/{id}/autoupdates"),
+            )?
+            .json(req),
+        )
+        .await
+    }
+
+    pub async fn resolve_autostart(
+        &self,
+        id: Uuid,
+    ) -> Result<ResolveAutostartResponse, crate::ClientError> {
+        self.get(&format!("/api/v2/workspaces/{id}/resolve-autostart"))
+            .await
+    }
+
     pub async fn create_workspace(
         &self,
         user: &str,

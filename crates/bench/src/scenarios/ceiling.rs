@@ -93,6 +93,10 @@ pub async fn run(
     let completion = Completion::Build {
         state: result.state.clone(),
         resources: Vec::new(),
+        schedule: Box::new(coderd::store::BuildSchedule {
+            now: chrono::Utc::now(),
+            quiet_hours: coderd::state::default_quiet_hours(),
+        }),
     };
     let started = Instant::now();
     let workers = (0..concurrency).map(|_| {

@@ -19,9 +19,11 @@ use super::render::job_status;
 use super::{Error, Result, parameters};
 use crate::authz::{self, Action, Object, Resource, Subject};
 use crate::provisioners::tags;
+use crate::schedule::Schedule;
 use crate::state::AppState;
 use crate::store::{
     self, BuildRow, JobRow, NewBuild, NewJob, NewWorkspace, TemplateVersionRow, WorkspaceRow,
+    day_bits,
 };
 use crate::validate;
 
@@ -135,6 +137,10 @@ pub struct BuildRequest {
     /// Delete the workspace without destroying its resources: the delete starts from no state.
     pub orphan: bool,
     pub reason: BuildReason,
+    /// Create the build only if this is still the workspace's latest build (checked under the
+    /// workspace's row lock): the lifecycle executor decides from what it read, and a build
+    /// another replica created since then makes its decision stale.
+    pub expect_latest: Option<Uuid>,
 }
 
 impl BuildRequest {
@@ -145,6 +151,7 @@ impl BuildRequest {
             parameters: Vec::new(),
             orphan: false,
             reason,
+            expect_latest: None,
         }
     }
 }
@@ -257,11 +264,21 @@ pub async fn create_build(
             ));
         }
     }
+    let mut choice = req.version;
+    if req.transition == Transition::Start {
+        if workspace.dormant_at.is_some() {
+            return Err(Error::forbidden(
+                "The workspace is dormant: make it active again (PUT \
+                 /api/v2/workspaces/{id}/dormant with {\"dormant\": false}) before starting it.",
+            ));
+        }
+        choice = required_version(subject, workspace, choice)?;
+    }
     let previous = state.store.latest_builds(&[workspace.id]).await?.pop();
     let (version, import) = build_version(
         state,
         (workspace.template_id, workspace.template_active_version_id),
-        req.version,
+        choice,
         previous.as_ref(),
     )
     .await?;
@@ -294,10 +311,16 @@ pub async fn create_build(
             reason: req.reason.as_str().into(),
             parameters: values,
             orphan: req.orphan,
+            expect_latest: req.expect_latest,
             job,
         })
         .await?;
     let Some((row, job)) = created else {
+        if req.expect_latest.is_some() {
+            return Err(Error::conflict(
+                "The workspace changed since it was examined: another build came first.",
+            ));
+        }
         return Err(Error::conflict("A workspace build is already active.")
             .with_detail("wait for it to finish or cancel it before starting another"));
     };
@@ -310,6 +333,35 @@ pub async fn create_build(
         "build created"
     );
     Ok(row)
+}
+
+/// The version a start must use when the template requires its active version: those who
+/// manage the template may start any version; everyone else gets the active one when they do
+/// not name one, and a refusal when they name another.
+fn required_version(
+    subject: &Subject,
+    workspace: &WorkspaceRow,
+    choice: VersionChoice,
+) -> Result<VersionChoice> {
+    let manager = subject.can(
+        Action::Update,
+        &Object::in_org(Resource::Template, workspace.organization_id),
+    );
+    if !workspace.template_require_active_version || manager {
+        return Ok(choice);
+    }
+    match choice {
+        VersionChoice::Exact(id) if id != workspace.template_active_version_id => {
+            Err(Error::forbidden(format!(
+                "The template requires workspaces to run its active version ({}): update the \
+                 workspace (coder update) instead, or ask a template admin.",
+                workspace.template_active_version_id
+            )))
+        }
+        VersionChoice::Exact(_) | VersionChoice::Active | VersionChoice::Previous => {
+            Ok(VersionChoice::Active)
+        }
+    }
 }
 
 fn invalid(field: &str, detail: impl Into<String>) -> ValidationError {
@@ -337,6 +389,20 @@ pub async fn create_workspace(
     if req.ttl_ms.unwrap_or(0) < 0 {
         invalids.push(invalid("ttl_ms", "must not be negative"));
     }
+    let schedule = match req
+        .autostart_schedule
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    {
+        Some(raw) => match Schedule::weekly(raw) {
+            Ok(schedule) => Some((raw.to_string(), schedule)),
+            Err(e) => {
+                invalids.push(invalid("autostart_schedule", e.to_string()));
+                None
+            }
+        },
+        None => None,
+    };
     if req.template_id.is_none() && req.template_version_id.is_none() {
         invalids.push(invalid(
             "template_id",
@@ -418,14 +484,29 @@ pub async fn create_workspace(
                 organization_id: template.organization_id,
                 template_id: template.id,
                 name: req.name.clone(),
-                autostart_schedule: req.autostart_schedule.clone(),
+                // A template that does not let users schedule starts, or choose when they stop,
+                // decides for them.
+                next_start_at: schedule
+                    .as_ref()
+                    .filter(|_| template.allow_user_autostart)
+                    .and_then(|(_, s)| {
+                        s.next_allowed_after(
+                            state.options.clock.now(),
+                            day_bits(template.autostart_allowed_days),
+                        )
+                    }),
+                autostart_schedule: schedule
+                    .filter(|_| template.allow_user_autostart)
+                    .map(|(raw, _)| raw),
                 ttl_ms: req
                     .ttl_ms
+                    .filter(|_| template.allow_user_autostop)
                     .or(Some(template.default_ttl_ms))
                     .filter(|t| *t > 0),
                 automatic_updates: req
                     .automatic_updates
                     .clone()
+                    .filter(|u| !u.is_empty())
                     .unwrap_or_else(|| "never".into()),
             },
             &NewBuild {
@@ -437,6 +518,7 @@ pub async fn create_workspace(
                 reason: BuildReason::Initiator.as_str().into(),
                 parameters: values,
                 orphan: false,
+                expect_latest: None,
                 job,
             },
         )

@@ -12,8 +12,10 @@ pub mod logs;
 pub mod parameters;
 pub mod render;
 pub mod resolve;
+pub mod schedules;
 pub mod search;
 pub mod session;
+pub mod template_schedules;
 pub mod views;
 
 pub use error::{Error, Result};

@@ -1,17 +1,18 @@
 //! The SDK views of workspaces, builds, templates and versions, rendered in bulk (a handful
 //! of queries per page, however many rows): what the API returns and the dashboard shows.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use codersdk::templates::{MinimalUser, Template, TemplateVersion};
+use codersdk::templates::{MinimalUser, Template, TemplateVersion, TransitionStats};
 use codersdk::workspaces::{Workspace, WorkspaceBuild, WorkspaceHealth, WorkspaceStatus};
 use uuid::Uuid;
 
 use super::render::{build_status, resources};
-use super::{Error, Result, jobs};
+use super::{Error, Result, jobs, template_schedules};
 use crate::state::AppState;
 use crate::store::{
-    BuildRow, DaemonRow, JobRow, ResourceTree, TemplateRow, TemplateVersionRow, WorkspaceRow,
+    BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow, TemplateVersionRow,
+    WorkspaceRow,
 };
 
 /// Everything needed to render builds in bulk: their jobs, resources and the daemons.
@@ -119,15 +120,24 @@ fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace 
         template_icon: row.template_icon,
         template_allow_user_cancel_workspace_jobs: row.template_allow_user_cancel_workspace_jobs,
         template_active_version_id: row.template_active_version_id,
-        template_require_active_version: false,
+        template_require_active_version: row.template_require_active_version,
         outdated: latest_build.template_version_id != row.template_active_version_id,
         latest_build,
         name: row.name,
         autostart_schedule: row.autostart_schedule,
-        ttl_ms: row.ttl_ms,
+        // When the template decides when workspaces stop, its TTL is the one that applies.
+        ttl_ms: if row.template_allow_user_autostop {
+            row.ttl_ms
+        } else {
+            Some(row.template_default_ttl_ms)
+        },
         last_used_at: row.last_used_at,
-        deleting_at: None,
-        dormant_at: None,
+        deleting_at: row.dormant_at.and_then(|at| {
+            (row.template_time_til_dormant_autodelete_ms > 0).then(|| {
+                at + chrono::Duration::milliseconds(row.template_time_til_dormant_autodelete_ms)
+            })
+        }),
+        dormant_at: row.dormant_at,
         health: WorkspaceHealth {
             healthy: failing_agents.is_empty(),
             failing_agents,
@@ -135,6 +145,9 @@ fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace 
         automatic_updates: row.automatic_updates,
         allow_renames: false,
         favorite: false,
+        next_start_at: row
+            .next_start_at
+            .filter(|_| row.template_allow_user_autostart),
     }
 }
 
@@ -173,9 +186,28 @@ pub async fn workspace(state: &AppState, row: WorkspaceRow) -> Result<Workspace>
         .ok_or_else(|| Error::internal("a rendered workspace vanished"))
 }
 
-pub fn template(state: &AppState, row: TemplateRow) -> Template {
+fn template_view(
+    state: &AppState,
+    row: TemplateRow,
+    stats: Option<&BTreeMap<String, BuildTimes>>,
+) -> Template {
+    let build_time_stats = ["start", "stop", "delete"]
+        .into_iter()
+        .map(|transition| {
+            let times = stats.and_then(|s| s.get(transition));
+            (
+                transition.to_string(),
+                TransitionStats {
+                    p50: times.map(|t| t.p50),
+                    p95: times.map(|t| t.p95),
+                },
+            )
+        })
+        .collect();
     Template {
         active_user_count: state.template_usage.active_users(row.id),
+        autostop_requirement: template_schedules::autostop_requirement(&row),
+        autostart_requirement: template_schedules::autostart_requirement(&row),
         id: row.id,
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -192,13 +224,39 @@ pub fn template(state: &AppState, row: TemplateRow) -> Template {
         deprecation_message: row.deprecated,
         icon: row.icon,
         default_ttl_ms: row.default_ttl_ms,
+        activity_bump_ms: row.activity_bump_ms,
         created_by_id: row.created_by,
         created_by_name: row.created_by_username,
         allow_user_cancel_workspace_jobs: row.allow_user_cancel_workspace_jobs,
-        allow_user_autostart: true,
-        allow_user_autostop: true,
-        require_active_version: false,
+        allow_user_autostart: row.allow_user_autostart,
+        allow_user_autostop: row.allow_user_autostop,
+        failure_ttl_ms: row.failure_ttl_ms,
+        time_til_dormant_ms: row.time_til_dormant_ms,
+        time_til_dormant_autodelete_ms: row.time_til_dormant_autodelete_ms,
+        require_active_version: row.require_active_version,
+        max_port_share_level: row.max_port_share_level,
+        build_time_stats,
     }
+}
+
+/// Templates with their build time statistics, in bulk (one statistics query for all).
+pub async fn templates(state: &AppState, rows: Vec<TemplateRow>) -> Result<Vec<Template>> {
+    let ids: Vec<Uuid> = rows.iter().map(|t| t.id).collect();
+    let stats = state.store.build_time_stats(&ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let times = stats.get(&row.id);
+            template_view(state, row, times)
+        })
+        .collect())
+}
+
+pub async fn template(state: &AppState, row: TemplateRow) -> Result<Template> {
+    templates(state, vec![row])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::internal("a rendered template vanished"))
 }
 
 pub async fn version(state: &AppState, row: TemplateVersionRow) -> Result<TemplateVersion> {

@@ -22,11 +22,13 @@ use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::render::parameter;
 use crate::domain::resolve;
-use crate::domain::views::{template, version};
+use crate::domain::template_schedules::{self, ScheduleChanges};
+use crate::domain::views::{template, templates, version};
 use crate::error::{ApiError, ApiResult};
 use crate::provisioners::tags;
 use crate::store::{
-    self, NewJob, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow, TemplateVersionRow,
+    self, NewJob, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
+    TemplateScheduleRow, TemplateVersionRow,
 };
 use crate::validate;
 
@@ -353,6 +355,20 @@ pub(super) async fn create_template(
     let org = resolve_org(&state, &auth, &org).await?;
     auth.authorize(Action::Create, &Object::in_org(Resource::Template, org.id))?;
     validate::requests::create_template(&req)?;
+    let schedule = template_schedules::apply(
+        TemplateScheduleRow::default(),
+        &ScheduleChanges {
+            default_ttl_ms: req.default_ttl_ms,
+            activity_bump_ms: req.activity_bump_ms,
+            autostop_requirement: req.autostop_requirement.clone(),
+            autostart_requirement: req.autostart_requirement.clone(),
+            allow_user_autostart: req.allow_user_autostart,
+            allow_user_autostop: req.allow_user_autostop,
+            failure_ttl_ms: req.failure_ttl_ms,
+            time_til_dormant_ms: req.dormant_ttl_ms,
+            time_til_dormant_autodelete_ms: req.delete_ttl_ms,
+        },
+    );
     let version = state
         .store
         .template_version_by_id(req.template_version_id)
@@ -386,8 +402,10 @@ pub(super) async fn create_template(
             provisioner: job.provisioner,
             active_version_id: version.id,
             created_by: auth.user.id,
-            default_ttl_ms: req.default_ttl_ms.unwrap_or(0),
             allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs.unwrap_or(true),
+            schedule,
+            require_active_version: req.require_active_version,
+            max_port_share_level: req.max_port_share_level.unwrap_or_else(|| "owner".into()),
         })
         .await
         .map_err(|e| match e {
@@ -399,7 +417,7 @@ pub(super) async fn create_template(
             }
             other => other.into(),
         })?;
-    Ok((StatusCode::CREATED, Json(template(&state, row))))
+    Ok((StatusCode::CREATED, Json(template(&state, row).await?)))
 }
 
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/templates", tag = "Templates",
@@ -416,9 +434,7 @@ pub(super) async fn list_org_templates(
     } else {
         Vec::new()
     };
-    Ok(Json(
-        rows.into_iter().map(|r| template(&state, r)).collect(),
-    ))
+    Ok(Json(templates(&state, rows).await?))
 }
 
 #[utoipa::path(get, path = "/api/v2/templates", tag = "Templates",
@@ -429,9 +445,7 @@ pub(super) async fn list_all_templates(
 ) -> ApiResult<Json<Vec<Template>>> {
     let filter = auth.subject.filter(Resource::Template);
     let rows = state.store.list_templates(filter.all, &filter.orgs).await?;
-    Ok(Json(
-        rows.into_iter().map(|r| template(&state, r)).collect(),
-    ))
+    Ok(Json(templates(&state, rows).await?))
 }
 
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/templates/{name}", tag = "Templates",
@@ -447,7 +461,7 @@ pub(super) async fn template_by_name(
         Action::Read,
         &Object::in_org(Resource::Template, row.organization_id),
     )?;
-    Ok(Json(template(&state, row)))
+    Ok(Json(template(&state, row).await?))
 }
 
 #[utoipa::path(get, path = "/api/v2/templates/{id}", tag = "Templates",
@@ -457,10 +471,9 @@ pub(super) async fn get_template(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Template>> {
-    Ok(Json(template(
-        &state,
-        resolve_template(&state, &auth, id).await?,
-    )))
+    Ok(Json(
+        template(&state, resolve_template(&state, &auth, id).await?).await?,
+    ))
 }
 
 #[utoipa::path(patch, path = "/api/v2/templates/{id}", tag = "Templates",
@@ -477,6 +490,20 @@ pub(super) async fn update_template(
         &Object::in_org(Resource::Template, row.organization_id),
     )?;
     validate::requests::update_template(&req)?;
+    let changes = ScheduleChanges {
+        default_ttl_ms: req.default_ttl_ms,
+        activity_bump_ms: req.activity_bump_ms,
+        autostop_requirement: req.autostop_requirement.clone(),
+        autostart_requirement: req.autostart_requirement.clone(),
+        allow_user_autostart: req.allow_user_autostart,
+        allow_user_autostop: req.allow_user_autostop,
+        failure_ttl_ms: req.failure_ttl_ms,
+        time_til_dormant_ms: req.time_til_dormant_ms,
+        time_til_dormant_autodelete_ms: req.time_til_dormant_autodelete_ms,
+    };
+    let schedule =
+        (!changes.is_empty()).then(|| template_schedules::apply(row.schedule(), &changes));
+    let before = row;
     let row = state
         .store
         .update_template(
@@ -486,9 +513,13 @@ pub(super) async fn update_template(
                 display_name: req.display_name,
                 description: req.description,
                 icon: req.icon,
-                default_ttl_ms: req.default_ttl_ms,
                 allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs,
                 deprecated: req.deprecation_message,
+                schedule,
+                require_active_version: req.require_active_version,
+                max_port_share_level: req.max_port_share_level,
+                touch_workspaces_last_used: req.update_workspace_last_used_at,
+                touch_workspaces_dormant: req.update_workspace_dormant_at,
             },
         )
         .await
@@ -498,7 +529,8 @@ pub(super) async fn update_template(
             }
             other => other.into(),
         })?;
-    Ok(Json(template(&state, row)))
+    template_schedules::after_change(&state, &before, &row).await?;
+    Ok(Json(template(&state, row).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v2/templates/{id}", tag = "Templates",

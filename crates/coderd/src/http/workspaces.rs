@@ -5,10 +5,12 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post};
+use axum::routing::{get, patch, post, put};
 use codersdk::workspaces::{
-    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace, WorkspaceBuild,
-    WorkspaceBuildParameter, WorkspaceResource, WorkspacesResponse,
+    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, PutExtendWorkspaceRequest,
+    ResolveAutostartResponse, UpdateWorkspaceAutomaticUpdatesRequest,
+    UpdateWorkspaceAutostartRequest, UpdateWorkspaceDormancy, UpdateWorkspaceTTLRequest, Workspace,
+    WorkspaceBuild, WorkspaceBuildParameter, WorkspaceResource, WorkspacesResponse,
 };
 use uuid::Uuid;
 
@@ -20,7 +22,7 @@ use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
 use crate::domain::render::resources;
-use crate::domain::{resolve, search, views};
+use crate::domain::{resolve, schedules, search, views};
 use crate::error::{ApiError, ApiResult};
 use crate::store::WorkspaceRow;
 use crate::validate;
@@ -34,6 +36,15 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/workspaces", get(list_workspaces))
         .route("/workspaces/{id}", get(get_workspace))
+        .route("/workspaces/{id}/autostart", put(update_autostart))
+        .route("/workspaces/{id}/ttl", put(update_ttl))
+        .route("/workspaces/{id}/extend", put(extend_deadline))
+        .route("/workspaces/{id}/dormant", put(update_dormancy))
+        .route(
+            "/workspaces/{id}/autoupdates",
+            put(update_automatic_updates),
+        )
+        .route("/workspaces/{id}/resolve-autostart", get(resolve_autostart))
         .route("/users/{user}/workspace/{name}", get(workspace_by_name))
         .route(
             "/users/{user}/workspace/{name}/builds/{number}",
@@ -266,6 +277,7 @@ pub(super) async fn create_build(
         parameters: req.rich_parameter_values,
         orphan: req.orphan,
         reason,
+        expect_latest: None,
     };
     let row = builds::create_build(&state, &auth.subject, &workspace, request).await?;
     Ok((StatusCode::CREATED, Json(views::build(&state, row).await?)))
@@ -374,4 +386,98 @@ pub(super) async fn build_parameters(
             .map(|(name, value)| WorkspaceBuildParameter { name, value })
             .collect(),
     ))
+}
+
+#[utoipa::path(put, path = "/api/v2/workspaces/{id}/autostart", tag = "Workspaces",
+    params(("id" = Uuid, Path)), request_body = UpdateWorkspaceAutostartRequest,
+    responses((status = 204), (status = 400, body = codersdk::Response)))]
+pub(super) async fn update_autostart(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateWorkspaceAutostartRequest>,
+) -> ApiResult<StatusCode> {
+    validate::requests::update_autostart(&req)?;
+    let workspace = resolve_workspace(&state, &auth, id, false).await?;
+    schedules::set_autostart(&state, &auth.subject, &workspace, req.schedule.as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(put, path = "/api/v2/workspaces/{id}/ttl", tag = "Workspaces",
+    params(("id" = Uuid, Path)), request_body = UpdateWorkspaceTTLRequest,
+    responses((status = 204), (status = 400, body = codersdk::Response)))]
+pub(super) async fn update_ttl(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateWorkspaceTTLRequest>,
+) -> ApiResult<StatusCode> {
+    validate::requests::update_ttl(&req)?;
+    let workspace = resolve_workspace(&state, &auth, id, false).await?;
+    schedules::set_ttl(&state, &auth.subject, &workspace, req.ttl_ms).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(put, path = "/api/v2/workspaces/{id}/extend", tag = "Workspaces",
+    params(("id" = Uuid, Path)), request_body = PutExtendWorkspaceRequest,
+    responses((status = 200, body = codersdk::Response), (status = 400, body = codersdk::Response),
+        (status = 409, body = codersdk::Response)))]
+pub(super) async fn extend_deadline(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<PutExtendWorkspaceRequest>,
+) -> ApiResult<Json<codersdk::Response>> {
+    let workspace = resolve_workspace(&state, &auth, id, false).await?;
+    let deadline = schedules::extend(&state, &auth.subject, &workspace, req.deadline).await?;
+    Ok(Json(codersdk::Response::new(format!(
+        "Deadline updated to {}.",
+        deadline.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    ))))
+}
+
+#[utoipa::path(put, path = "/api/v2/workspaces/{id}/dormant", tag = "Workspaces",
+    params(("id" = Uuid, Path)), request_body = UpdateWorkspaceDormancy,
+    responses((status = 200, body = Workspace), (status = 304)))]
+pub(super) async fn update_dormancy(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateWorkspaceDormancy>,
+) -> ApiResult<Response> {
+    let workspace = resolve_workspace(&state, &auth, id, false).await?;
+    if !schedules::set_dormant(&state, &auth.subject, &workspace, req.dormant).await? {
+        return Ok(StatusCode::NOT_MODIFIED.into_response());
+    }
+    let row = resolve_workspace(&state, &auth, id, false).await?;
+    Ok(Json(views::workspace(&state, row).await?).into_response())
+}
+
+#[utoipa::path(put, path = "/api/v2/workspaces/{id}/autoupdates", tag = "Workspaces",
+    params(("id" = Uuid, Path)), request_body = UpdateWorkspaceAutomaticUpdatesRequest,
+    responses((status = 204), (status = 400, body = codersdk::Response)))]
+pub(super) async fn update_automatic_updates(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateWorkspaceAutomaticUpdatesRequest>,
+) -> ApiResult<StatusCode> {
+    validate::requests::update_automatic_updates(&req)?;
+    let workspace = resolve_workspace(&state, &auth, id, false).await?;
+    schedules::set_automatic_updates(&state, &auth.subject, &workspace, &req.automatic_updates)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaces/{id}/resolve-autostart", tag = "Workspaces",
+    params(("id" = Uuid, Path)), responses((status = 200, body = ResolveAutostartResponse)))]
+pub(super) async fn resolve_autostart(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<ResolveAutostartResponse>> {
+    let workspace = resolve_workspace(&state, &auth, id, false).await?;
+    let parameter_mismatch =
+        schedules::resolve_autostart(&state, &auth.subject, &workspace).await?;
+    Ok(Json(ResolveAutostartResponse { parameter_mismatch }))
 }

@@ -16,7 +16,9 @@ use super::dispatch::{Capability, Posting, Wake};
 use super::payload;
 use crate::pubsub::{Subscription, channels};
 use crate::state::AppState;
-use crate::store::{Completion, DaemonRow, FinishOutcome, ImportResult, UpdateOutcome};
+use crate::store::{
+    BuildSchedule, Completion, DaemonRow, FinishOutcome, ImportResult, UpdateOutcome,
+};
 
 /// How often an idle daemon looks for work on its own, in case a notification was lost.
 pub const SAFETY_POLL: Duration = Duration::from_secs(10);
@@ -213,7 +215,11 @@ impl Session {
                 result,
                 logs,
             } => {
-                let (completion, timings) = completion_of(*result);
+                let schedule = Box::new(BuildSchedule {
+                    now: self.state.options.clock.now(),
+                    quiet_hours: self.state.options.quiet_hours.clone(),
+                });
+                let (completion, timings) = completion_of(*result, schedule);
                 let outcome = self
                     .state
                     .store
@@ -386,7 +392,10 @@ impl Session {
 }
 
 /// Maps a daemon's result to what the store records.
-fn completion_of(result: JobResult) -> (Completion, Vec<codersdk::provisionerd::Timing>) {
+fn completion_of(
+    result: JobResult,
+    schedule: Box<BuildSchedule>,
+) -> (Completion, Vec<codersdk::provisionerd::Timing>) {
     match result {
         JobResult::TemplateImport {
             start_resources,
@@ -416,6 +425,13 @@ fn completion_of(result: JobResult) -> (Completion, Vec<codersdk::provisionerd::
             resources,
             timings,
             ..
-        } => (Completion::Build { state, resources }, timings),
+        } => (
+            Completion::Build {
+                state,
+                resources,
+                schedule,
+            },
+            timings,
+        ),
     }
 }

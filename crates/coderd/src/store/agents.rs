@@ -534,6 +534,7 @@ impl Store {
                 )
                 .execute(&mut *tx)
                 .await?;
+                super::lifecycle::bump_deadlines(&mut tx, &used).await?;
             }
             tx.commit().await?;
             Ok(())

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use codersdk::provisionerd::JobLog;
 
 use super::jobs::{append_logs, notify};
+use super::lifecycle::record_schedule;
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
 use super::{Result, Store, timed};
@@ -24,7 +25,18 @@ pub enum Completion {
     Build {
         state: Vec<u8>,
         resources: Vec<proto::Resource>,
+        /// The time and quiet hours a start build's deadlines are computed from (boxed: a
+        /// parsed schedule is large).
+        schedule: Box<BuildSchedule>,
     },
+}
+
+/// What a completed build's schedule is computed from: coderd's clock (injectable, so tests
+/// control deadlines) and the deployment's quiet hours.
+#[derive(Debug, Clone)]
+pub struct BuildSchedule {
+    pub now: chrono::DateTime<chrono::Utc>,
+    pub quiet_hours: crate::schedule::Schedule,
 }
 
 /// What became of a daemon's final report.
@@ -148,7 +160,11 @@ impl Store {
                     insert_resources(&mut tx, job, "start", start_resources).await?;
                     insert_resources(&mut tx, job, "stop", stop_resources).await?;
                 }
-                Completion::Build { state, resources } => {
+                Completion::Build {
+                    state,
+                    resources,
+                    schedule,
+                } => {
                     let build = sqlx::query!(
                         r#"UPDATE workspace_builds SET provisioner_state = $2, updated_at = now()
                            WHERE job_id = $1 RETURNING transition, workspace_id"#,
@@ -158,6 +174,10 @@ impl Store {
                     .fetch_one(&mut *tx)
                     .await?;
                     insert_resources(&mut tx, job, &build.transition, resources).await?;
+                    if build.transition != "delete" {
+                        record_schedule(&mut tx, job, build.workspace_id, &build.transition, schedule)
+                            .await?;
+                    }
                     if build.transition == "delete" {
                         sqlx::query!(
                             "UPDATE workspaces SET deleted = true, updated_at = now() WHERE id = $1",

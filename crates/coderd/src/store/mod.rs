@@ -6,6 +6,7 @@ mod api_keys;
 mod completion;
 mod daemons;
 mod jobs;
+mod lifecycle;
 mod organizations;
 mod resources;
 mod site;
@@ -24,14 +25,15 @@ pub use agents::{
     MetadataWrite, ScriptRow,
 };
 pub use api_keys::{ApiKeyRow, NewApiKey};
-pub use completion::{Completion, FinishOutcome};
+pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use jobs::{JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, UpdateOutcome};
+pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
-    TemplateVersionRow,
+    TemplateScheduleRow, TemplateVersionRow,
 };
 pub use user_links::LinkUpdate;
 use users::insert_user;

@@ -43,6 +43,17 @@ pub struct TemplateRow {
     pub default_ttl_ms: i64,
     pub allow_user_cancel_workspace_jobs: bool,
     pub deprecated: String,
+    pub activity_bump_ms: i64,
+    pub autostop_requirement_days_of_week: i16,
+    pub autostop_requirement_weeks: i64,
+    pub autostart_allowed_days: i16,
+    pub allow_user_autostart: bool,
+    pub allow_user_autostop: bool,
+    pub failure_ttl_ms: i64,
+    pub time_til_dormant_ms: i64,
+    pub time_til_dormant_autodelete_ms: i64,
+    pub require_active_version: bool,
+    pub max_port_share_level: String,
     pub organization_name: String,
     pub organization_display_name: String,
     pub organization_icon: String,
@@ -60,8 +71,60 @@ pub struct NewTemplate {
     pub provisioner: String,
     pub active_version_id: Uuid,
     pub created_by: Uuid,
-    pub default_ttl_ms: i64,
     pub allow_user_cancel_workspace_jobs: bool,
+    pub schedule: TemplateScheduleRow,
+    pub require_active_version: bool,
+    pub max_port_share_level: String,
+}
+
+/// A template's scheduling settings, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemplateScheduleRow {
+    pub default_ttl_ms: i64,
+    pub activity_bump_ms: i64,
+    pub autostop_requirement_days_of_week: i16,
+    pub autostop_requirement_weeks: i64,
+    pub autostart_allowed_days: i16,
+    pub allow_user_autostart: bool,
+    pub allow_user_autostop: bool,
+    pub failure_ttl_ms: i64,
+    pub time_til_dormant_ms: i64,
+    pub time_til_dormant_autodelete_ms: i64,
+}
+
+impl Default for TemplateScheduleRow {
+    /// Coder's defaults: no TTL, a one-hour activity bump, no requirements, users decide.
+    fn default() -> Self {
+        Self {
+            default_ttl_ms: 0,
+            activity_bump_ms: 3_600_000,
+            autostop_requirement_days_of_week: 0,
+            autostop_requirement_weeks: 1,
+            autostart_allowed_days: 0b0111_1111,
+            allow_user_autostart: true,
+            allow_user_autostop: true,
+            failure_ttl_ms: 0,
+            time_til_dormant_ms: 0,
+            time_til_dormant_autodelete_ms: 0,
+        }
+    }
+}
+
+impl TemplateRow {
+    pub fn schedule(&self) -> TemplateScheduleRow {
+        TemplateScheduleRow {
+            default_ttl_ms: self.default_ttl_ms,
+            activity_bump_ms: self.activity_bump_ms,
+            autostop_requirement_days_of_week: self.autostop_requirement_days_of_week,
+            autostop_requirement_weeks: self.autostop_requirement_weeks,
+            autostart_allowed_days: self.autostart_allowed_days,
+            allow_user_autostart: self.allow_user_autostart,
+            allow_user_autostop: self.allow_user_autostop,
+            failure_ttl_ms: self.failure_ttl_ms,
+            time_til_dormant_ms: self.time_til_dormant_ms,
+            time_til_dormant_autodelete_ms: self.time_til_dormant_autodelete_ms,
+        }
+    }
 }
 
 /// Template metadata changes; `None` keeps the current value.
@@ -71,9 +134,18 @@ pub struct TemplateChanges {
     pub display_name: Option<String>,
     pub description: Option<String>,
     pub icon: Option<String>,
-    pub default_ttl_ms: Option<i64>,
     pub allow_user_cancel_workspace_jobs: Option<bool>,
     pub deprecated: Option<String>,
+    /// The whole schedule, when any of it changes.
+    pub schedule: Option<TemplateScheduleRow>,
+    pub require_active_version: Option<bool>,
+    pub max_port_share_level: Option<String>,
+    /// Count the template's workspaces as used now, so a shorter dormancy threshold does not
+    /// make them dormant at once.
+    pub touch_workspaces_last_used: bool,
+    /// Restart the dormant workspaces' clocks now, so a shorter deletion threshold does not
+    /// delete them at once.
+    pub touch_workspaces_dormant: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -301,8 +373,13 @@ impl Store {
             sqlx::query!(
                 r#"INSERT INTO templates (id, organization_id, name, display_name, description, icon,
                        provisioner, active_version_id, created_by, created_at, updated_at,
-                       default_ttl_ms, allow_user_cancel_workspace_jobs)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)"#,
+                       allow_user_cancel_workspace_jobs, default_ttl_ms, activity_bump_ms,
+                       autostop_requirement_days_of_week, autostop_requirement_weeks,
+                       autostart_allowed_days, allow_user_autostart, allow_user_autostop,
+                       failure_ttl_ms, time_til_dormant_ms, time_til_dormant_autodelete_ms,
+                       require_active_version, max_port_share_level)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $14, $15,
+                           $16, $17, $18, $19, $20, $21, $22, $23)"#,
                 t.id,
                 t.organization_id,
                 t.name,
@@ -313,8 +390,19 @@ impl Store {
                 t.active_version_id,
                 t.created_by,
                 now,
-                t.default_ttl_ms,
-                t.allow_user_cancel_workspace_jobs
+                t.allow_user_cancel_workspace_jobs,
+                t.schedule.default_ttl_ms,
+                t.schedule.activity_bump_ms,
+                t.schedule.autostop_requirement_days_of_week,
+                t.schedule.autostop_requirement_weeks,
+                t.schedule.autostart_allowed_days,
+                t.schedule.allow_user_autostart,
+                t.schedule.allow_user_autostop,
+                t.schedule.failure_ttl_ms,
+                t.schedule.time_til_dormant_ms,
+                t.schedule.time_til_dormant_autodelete_ms,
+                t.require_active_version,
+                t.max_port_share_level
             )
             .execute(&mut *tx)
             .await?;
@@ -383,9 +471,10 @@ impl Store {
                      display_name = COALESCE($3, display_name),
                      description = COALESCE($4, description),
                      icon = COALESCE($5, icon),
-                     default_ttl_ms = COALESCE($6, default_ttl_ms),
-                     allow_user_cancel_workspace_jobs = COALESCE($7, allow_user_cancel_workspace_jobs),
-                     deprecated = COALESCE($8, deprecated),
+                     allow_user_cancel_workspace_jobs = COALESCE($6, allow_user_cancel_workspace_jobs),
+                     deprecated = COALESCE($7, deprecated),
+                     require_active_version = COALESCE($8, require_active_version),
+                     max_port_share_level = COALESCE($9, max_port_share_level),
                      updated_at = now()
                    WHERE id = $1 AND NOT deleted"#,
                 id,
@@ -393,12 +482,54 @@ impl Store {
                 c.display_name,
                 c.description,
                 c.icon,
-                c.default_ttl_ms,
                 c.allow_user_cancel_workspace_jobs,
-                c.deprecated
+                c.deprecated,
+                c.require_active_version,
+                c.max_port_share_level
             )
             .execute(&mut *tx)
             .await?;
+            if let Some(s) = &c.schedule {
+                sqlx::query!(
+                    r#"UPDATE templates SET
+                         default_ttl_ms = $2, activity_bump_ms = $3,
+                         autostop_requirement_days_of_week = $4, autostop_requirement_weeks = $5,
+                         autostart_allowed_days = $6, allow_user_autostart = $7,
+                         allow_user_autostop = $8, failure_ttl_ms = $9, time_til_dormant_ms = $10,
+                         time_til_dormant_autodelete_ms = $11
+                       WHERE id = $1 AND NOT deleted"#,
+                    id,
+                    s.default_ttl_ms,
+                    s.activity_bump_ms,
+                    s.autostop_requirement_days_of_week,
+                    s.autostop_requirement_weeks,
+                    s.autostart_allowed_days,
+                    s.allow_user_autostart,
+                    s.allow_user_autostop,
+                    s.failure_ttl_ms,
+                    s.time_til_dormant_ms,
+                    s.time_til_dormant_autodelete_ms
+                )
+                .execute(&mut *tx)
+                .await?;
+            }
+            if c.touch_workspaces_last_used {
+                sqlx::query!(
+                    "UPDATE workspaces SET last_used_at = now() WHERE template_id = $1 AND NOT deleted",
+                    id
+                )
+                .execute(&mut *tx)
+                .await?;
+            }
+            if c.touch_workspaces_dormant {
+                sqlx::query!(
+                    r#"UPDATE workspaces SET dormant_at = now()
+                       WHERE template_id = $1 AND NOT deleted AND dormant_at IS NOT NULL"#,
+                    id
+                )
+                .execute(&mut *tx)
+                .await?;
+            }
             let row = template_by(&mut tx, Some(id), None, None).await?;
             tx.commit().await?;
             Ok(row)

@@ -23,6 +23,10 @@ pub struct WorkspaceRow {
     pub autostart_schedule: Option<String>,
     pub ttl_ms: Option<i64>,
     pub automatic_updates: String,
+    pub dormant_at: Option<DateTime<Utc>>,
+    pub next_start_at: Option<DateTime<Utc>>,
+    pub autostart_failed_at: Option<DateTime<Utc>>,
+    pub autostart_failure: Option<String>,
     pub owner_username: String,
     pub owner_avatar_url: String,
     pub organization_name: String,
@@ -31,6 +35,12 @@ pub struct WorkspaceRow {
     pub template_icon: String,
     pub template_allow_user_cancel_workspace_jobs: bool,
     pub template_active_version_id: Uuid,
+    pub template_require_active_version: bool,
+    pub template_default_ttl_ms: i64,
+    pub template_allow_user_autostart: bool,
+    pub template_allow_user_autostop: bool,
+    pub template_autostart_allowed_days: i16,
+    pub template_time_til_dormant_autodelete_ms: i64,
 }
 
 /// A build with the names the API shows next to it (its state is fetched separately: it can be
@@ -68,6 +78,7 @@ pub struct NewWorkspace {
     pub autostart_schedule: Option<String>,
     pub ttl_ms: Option<i64>,
     pub automatic_updates: String,
+    pub next_start_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +93,8 @@ pub struct NewBuild {
     /// Start from no provisioner state (an orphaning delete forgets the resources instead of
     /// destroying them).
     pub orphan: bool,
+    /// Refuse (as if a build were active) unless this is still the latest build.
+    pub expect_latest: Option<Uuid>,
     pub job: NewJob,
 }
 
@@ -119,8 +132,9 @@ impl Store {
             .ok_or(super::Error::NotFound)?;
             sqlx::query!(
                 r#"INSERT INTO workspaces (id, owner_id, organization_id, template_id, name, created_at,
-                       updated_at, last_used_at, autostart_schedule, ttl_ms, automatic_updates)
-                   VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)"#,
+                       updated_at, last_used_at, autostart_schedule, ttl_ms, automatic_updates,
+                       next_start_at)
+                   VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9, $10)"#,
                 w.id,
                 w.owner_id,
                 w.organization_id,
@@ -129,7 +143,8 @@ impl Store {
                 now,
                 w.autostart_schedule,
                 w.ttl_ms,
-                w.automatic_updates
+                w.automatic_updates,
+                w.next_start_at
             )
             .execute(&mut *tx)
             .await?;
@@ -156,7 +171,8 @@ impl Store {
             .await?
             .ok_or(Error::NotFound)?;
             let latest = sqlx::query!(
-                r#"SELECT b.build_number, b.provisioner_state, j.completed_at IS NOT NULL AS "done!"
+                r#"SELECT b.id, b.build_number, b.provisioner_state,
+                          j.completed_at IS NOT NULL AS "done!"
                FROM workspace_builds b JOIN provisioner_jobs j ON j.id = b.job_id
                WHERE b.workspace_id = $1 ORDER BY b.build_number DESC LIMIT 1"#,
                 build.workspace_id
@@ -164,6 +180,12 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if latest.as_ref().is_some_and(|l| !l.done) {
+                return Ok(None);
+            }
+            if build
+                .expect_latest
+                .is_some_and(|expected| latest.as_ref().map(|l| l.id) != Some(expected))
+            {
                 return Ok(None);
             }
             let (number, state) =
@@ -324,7 +346,13 @@ impl Store {
                           o.name AS organization_name, t.name AS template_name,
                           t.display_name AS template_display_name, t.icon AS template_icon,
                           t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
-                          t.active_version_id AS template_active_version_id
+                          t.active_version_id AS template_active_version_id,
+                          t.require_active_version AS template_require_active_version,
+                          t.default_ttl_ms AS template_default_ttl_ms,
+                          t.allow_user_autostart AS template_allow_user_autostart,
+                          t.allow_user_autostop AS template_allow_user_autostop,
+                          t.autostart_allowed_days AS template_autostart_allowed_days,
+                          t.time_til_dormant_autodelete_ms AS template_time_til_dormant_autodelete_ms
                    FROM workspaces w
                    JOIN users u ON u.id = w.owner_id
                    JOIN organizations o ON o.id = w.organization_id
@@ -510,7 +538,13 @@ async fn workspace_by(
                   o.name AS organization_name, t.name AS template_name,
                   t.display_name AS template_display_name, t.icon AS template_icon,
                   t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
-                  t.active_version_id AS template_active_version_id
+                  t.active_version_id AS template_active_version_id,
+                  t.require_active_version AS template_require_active_version,
+                  t.default_ttl_ms AS template_default_ttl_ms,
+                  t.allow_user_autostart AS template_allow_user_autostart,
+                  t.allow_user_autostop AS template_allow_user_autostop,
+                  t.autostart_allowed_days AS template_autostart_allowed_days,
+                  t.time_til_dormant_autodelete_ms AS template_time_til_dormant_autodelete_ms
            FROM workspaces w
            JOIN users u ON u.id = w.owner_id
            JOIN organizations o ON o.id = w.organization_id

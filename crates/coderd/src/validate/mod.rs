@@ -198,6 +198,58 @@ pub fn default_ttl_ms(ms: i64) -> Result<(), String> {
     }
 }
 
+/// Ours, where Coder sets none: failure, dormancy and deletion thresholds up to ten years keep
+/// every deadline computable.
+pub const THRESHOLD_MAX_MS: i64 = 3650 * 24 * 60 * MINUTE_MS;
+/// Coder's limit on the weeks between required restarts.
+pub const AUTOSTOP_WEEKS_MAX: i64 = crate::schedule::autostop::MAX_REQUIREMENT_WEEKS;
+/// The sharing levels of workspace ports and apps, narrowest first.
+pub const PORT_SHARE_LEVELS: &[&str] = &["owner", "authenticated", "organization", "public"];
+
+/// A template's activity bump: 0 (activity does not bump) up to the longest TTL.
+pub fn activity_bump_ms(ms: i64) -> Result<(), String> {
+    default_ttl_ms(ms)
+}
+
+/// A failure, dormancy or deletion threshold: 0 (off), or at least a minute — Coder refuses
+/// less, so that a tiny number sent by mistake cannot stop, make dormant or delete workspaces
+/// almost at once.
+pub fn threshold_ms(ms: i64) -> Result<(), String> {
+    match ms {
+        0 => Ok(()),
+        ..0 => Err("must not be negative".into()),
+        1..MINUTE_MS => Err("Value must be at least one minute.".into()),
+        ms if ms > THRESHOLD_MAX_MS => {
+            Err(format!("must be at most 3650 days ({THRESHOLD_MAX_MS} ms)"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Day names (Coder's: `monday` … `sunday`, any case).
+pub fn weekdays(days: &[String]) -> Result<(), String> {
+    crate::schedule::days_to_bitmap(days).map(drop)
+}
+
+/// Weeks between required restarts: 0 and 1 mean every week.
+pub fn autostop_weeks(weeks: i64) -> Result<(), String> {
+    if weeks < 0 {
+        Err("must not be negative".into())
+    } else if weeks > AUTOSTOP_WEEKS_MAX {
+        Err(format!("must be at most {AUTOSTOP_WEEKS_MAX}"))
+    } else {
+        Ok(())
+    }
+}
+
+/// An autostart schedule: `CRON_TZ=<zone> <minute> <hour> * * <days of week>`.
+pub fn schedule(s: &str) -> Result<(), String> {
+    line(s, SCHEDULE_MAX)?;
+    crate::schedule::Schedule::weekly(s)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// One of `allowed`.
 pub fn one_of(s: &str, allowed: &[&str]) -> Result<(), String> {
     if allowed.contains(&s) {
@@ -211,6 +263,22 @@ pub fn one_of(s: &str, allowed: &[&str]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedule_fields() {
+        for ok in [0, MINUTE_MS, THRESHOLD_MAX_MS] {
+            assert!(threshold_ms(ok).is_ok(), "{ok}");
+        }
+        for bad in [-1, 1, 59_999, THRESHOLD_MAX_MS + 1, i64::MAX, i64::MIN] {
+            assert!(threshold_ms(bad).is_err(), "{bad}");
+        }
+        assert!(weekdays(&["Monday".into(), "sunday".into()]).is_ok());
+        assert!(weekdays(&["mon".into()]).is_err());
+        assert!(autostop_weeks(16).is_ok() && autostop_weeks(17).is_err());
+        assert!(schedule("CRON_TZ=Europe/Dublin 30 9 * * 1-5").is_ok());
+        assert!(schedule("30 9 1 * *").is_err());
+        assert!(schedule(&format!("CRON_TZ=UTC 0 9 * * *{}", " ".repeat(300))).is_err());
+    }
 
     #[test]
     fn names() {

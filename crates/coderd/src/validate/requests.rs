@@ -9,11 +9,13 @@ use codersdk::apikeys::CreateTokenRequest;
 use codersdk::organizations::CreateOrganizationRequest;
 use codersdk::provisionerd::Tags;
 use codersdk::templates::{
-    CreateTemplateRequest, CreateTemplateVersionRequest, UpdateTemplateMeta,
+    CreateTemplateRequest, CreateTemplateVersionRequest, TemplateAutostartRequirement,
+    TemplateAutostopRequirement, UpdateTemplateMeta,
 };
 use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
 use codersdk::workspaces::{
-    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, WorkspaceBuildParameter,
+    CreateWorkspaceBuildRequest, CreateWorkspaceRequest, UpdateWorkspaceAutomaticUpdatesRequest,
+    UpdateWorkspaceAutostartRequest, UpdateWorkspaceTTLRequest, WorkspaceBuildParameter,
 };
 
 use super::*;
@@ -136,9 +138,46 @@ fn parameter_values(v: &mut Validator, values: &[WorkspaceBuildParameter]) {
     }
 }
 
+/// A template's schedule settings, as create and edit requests carry them (`None`: unchanged
+/// or the default).
+struct ScheduleFields<'a> {
+    activity_bump_ms: Option<i64>,
+    autostop_requirement: Option<&'a TemplateAutostopRequirement>,
+    autostart_requirement: Option<&'a TemplateAutostartRequirement>,
+    thresholds: [(&'static str, Option<i64>); 3],
+    max_port_share_level: Option<&'a str>,
+}
+
+fn schedule_fields(v: &mut Validator, f: ScheduleFields<'_>) {
+    if let Some(ms) = f.activity_bump_ms {
+        v.push("activity_bump_ms", activity_bump_ms(ms));
+    }
+    if let Some(r) = f.autostop_requirement {
+        v.push(
+            "autostop_requirement.days_of_week",
+            weekdays(&r.days_of_week),
+        )
+        .push("autostop_requirement.weeks", autostop_weeks(r.weeks));
+    }
+    if let Some(r) = f.autostart_requirement {
+        v.push(
+            "autostart_requirement.days_of_week",
+            weekdays(&r.days_of_week),
+        );
+    }
+    for (field, ms) in f.thresholds {
+        if let Some(ms) = ms {
+            v.push(field, threshold_ms(ms));
+        }
+    }
+    if let Some(level) = f.max_port_share_level {
+        v.push("max_port_share_level", one_of(level, PORT_SHARE_LEVELS));
+    }
+}
+
 pub fn create_template(req: &CreateTemplateRequest) -> ApiResult<()> {
-    Validator::default()
-        .push("name", name(&req.name))
+    let mut v = Validator::default();
+    v.push("name", name(&req.name))
         .push("display_name", display_name(&req.display_name))
         .push(
             "description",
@@ -148,8 +187,22 @@ pub fn create_template(req: &CreateTemplateRequest) -> ApiResult<()> {
         .push(
             "default_ttl_ms",
             default_ttl_ms(req.default_ttl_ms.unwrap_or(0)),
-        )
-        .finish()
+        );
+    schedule_fields(
+        &mut v,
+        ScheduleFields {
+            activity_bump_ms: req.activity_bump_ms,
+            autostop_requirement: req.autostop_requirement.as_ref(),
+            autostart_requirement: req.autostart_requirement.as_ref(),
+            thresholds: [
+                ("failure_ttl_ms", req.failure_ttl_ms),
+                ("dormant_ttl_ms", req.dormant_ttl_ms),
+                ("delete_ttl_ms", req.delete_ttl_ms),
+            ],
+            max_port_share_level: req.max_port_share_level.as_deref(),
+        },
+    );
+    v.finish()
 }
 
 pub fn update_template(req: &UpdateTemplateMeta) -> ApiResult<()> {
@@ -172,6 +225,23 @@ pub fn update_template(req: &UpdateTemplateMeta) -> ApiResult<()> {
     if let Some(s) = &req.deprecation_message {
         v.push("deprecation_message", text(s, LONG_TEXT_MAX));
     }
+    schedule_fields(
+        &mut v,
+        ScheduleFields {
+            activity_bump_ms: req.activity_bump_ms,
+            autostop_requirement: req.autostop_requirement.as_ref(),
+            autostart_requirement: req.autostart_requirement.as_ref(),
+            thresholds: [
+                ("failure_ttl_ms", req.failure_ttl_ms),
+                ("time_til_dormant_ms", req.time_til_dormant_ms),
+                (
+                    "time_til_dormant_autodelete_ms",
+                    req.time_til_dormant_autodelete_ms,
+                ),
+            ],
+            max_port_share_level: req.max_port_share_level.as_deref(),
+        },
+    );
     v.finish()
 }
 
@@ -184,14 +254,38 @@ pub fn create_workspace(req: &CreateWorkspaceRequest) -> ApiResult<()> {
             "template_id",
             "a template_id or template_version_id is required",
         );
-    if let Some(schedule) = &req.autostart_schedule {
-        v.push("autostart_schedule", line(schedule, SCHEDULE_MAX));
+    if let Some(s) = req.autostart_schedule.as_deref().filter(|s| !s.is_empty()) {
+        v.push("autostart_schedule", schedule(s));
     }
     if let Some(updates) = &req.automatic_updates {
         v.push("automatic_updates", one_of(updates, AUTOMATIC_UPDATES));
     }
     parameter_values(&mut v, &req.rich_parameter_values);
     v.finish()
+}
+
+/// An empty schedule turns autostart off.
+pub fn update_autostart(req: &UpdateWorkspaceAutostartRequest) -> ApiResult<()> {
+    let mut v = Validator::default();
+    if let Some(s) = req.schedule.as_deref().filter(|s| !s.is_empty()) {
+        v.push("schedule", schedule(s));
+    }
+    v.finish()
+}
+
+pub fn update_ttl(req: &UpdateWorkspaceTTLRequest) -> ApiResult<()> {
+    Validator::default()
+        .push("ttl_ms", workspace_ttl_ms(req.ttl_ms.unwrap_or(0)))
+        .finish()
+}
+
+pub fn update_automatic_updates(req: &UpdateWorkspaceAutomaticUpdatesRequest) -> ApiResult<()> {
+    Validator::default()
+        .push(
+            "automatic_updates",
+            one_of(&req.automatic_updates, AUTOMATIC_UPDATES),
+        )
+        .finish()
 }
 
 pub fn create_build(req: &CreateWorkspaceBuildRequest) -> ApiResult<()> {
@@ -267,6 +361,7 @@ const VERSION_NAME: Limit = Limit::Text {
 const PASSWORD: Limit = between(PASSWORD_MIN, PASSWORD_MAX);
 const PARAMETER_NAME: Limit = between(1, PARAMETER_NAME_MAX);
 const TTL: Limit = int(0, TTL_MAX_MS);
+const THRESHOLD: Limit = int(0, THRESHOLD_MAX_MS);
 
 /// For every request body (by schema name), the limit of each bounded property: `openapi`
 /// writes them into the document.
@@ -325,6 +420,11 @@ pub const DOCUMENTED: &[(&str, &[(&str, Limit)])] = &[
             ("description", max(TEMPLATE_DESCRIPTION_MAX)),
             ("icon", max(ICON_MAX)),
             ("default_ttl_ms", TTL),
+            ("activity_bump_ms", TTL),
+            ("failure_ttl_ms", THRESHOLD),
+            ("dormant_ttl_ms", THRESHOLD),
+            ("delete_ttl_ms", THRESHOLD),
+            ("max_port_share_level", enumeration(PORT_SHARE_LEVELS)),
         ],
     ),
     (
@@ -336,7 +436,25 @@ pub const DOCUMENTED: &[(&str, &[(&str, Limit)])] = &[
             ("icon", max(ICON_MAX)),
             ("default_ttl_ms", TTL),
             ("deprecation_message", max(LONG_TEXT_MAX)),
+            ("activity_bump_ms", TTL),
+            ("failure_ttl_ms", THRESHOLD),
+            ("time_til_dormant_ms", THRESHOLD),
+            ("time_til_dormant_autodelete_ms", THRESHOLD),
+            ("max_port_share_level", enumeration(PORT_SHARE_LEVELS)),
         ],
+    ),
+    (
+        "TemplateAutostopRequirement",
+        &[("weeks", int(0, AUTOSTOP_WEEKS_MAX))],
+    ),
+    (
+        "UpdateWorkspaceAutostartRequest",
+        &[("schedule", max(SCHEDULE_MAX))],
+    ),
+    ("UpdateWorkspaceTTLRequest", &[("ttl_ms", TTL)]),
+    (
+        "UpdateWorkspaceAutomaticUpdatesRequest",
+        &[("automatic_updates", enumeration(AUTOMATIC_UPDATES))],
     ),
     (
         "CreateWorkspaceRequest",

@@ -1,0 +1,18 @@
+DROP INDEX workspaces_next_start_at;
+ALTER TABLE workspaces
+    DROP COLUMN autostart_failure,
+    DROP COLUMN autostart_failed_at,
+    DROP COLUMN next_start_at,
+    DROP COLUMN dormant_at;
+ALTER TABLE templates
+    DROP COLUMN max_port_share_level,
+    DROP COLUMN require_active_version,
+    DROP COLUMN time_til_dormant_autodelete_ms,
+    DROP COLUMN time_til_dormant_ms,
+    DROP COLUMN failure_ttl_ms,
+    DROP COLUMN allow_user_autostop,
+    DROP COLUMN allow_user_autostart,
+    DROP COLUMN autostart_allowed_days,
+    DROP COLUMN autostop_requirement_weeks,
+    DROP COLUMN autostop_requirement_days_of_week,
+    DROP COLUMN activity_bump_ms;
