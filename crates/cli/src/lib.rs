@@ -10,6 +10,7 @@ mod orgs;
 mod output;
 mod prompt;
 mod reach;
+mod schedule;
 mod sshclient;
 
 use std::path::PathBuf;
@@ -123,6 +124,11 @@ pub enum Command {
     /// Delete a workspace.
     #[command(alias = "rm")]
     Delete(commands::workspaces::BuildArgs),
+    /// Restart a workspace on its template's active version, asking for new parameters.
+    Update(commands::workspaces::UpdateArgs),
+    /// Schedule automated start and stop times for workspaces.
+    #[command(subcommand)]
+    Schedule(commands::schedule::ScheduleCommand),
     /// List workspaces.
     #[command(alias = "ls")]
     List(commands::workspaces::ListArgs),
@@ -170,6 +176,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stop(args) => commands::workspaces::stop(&cli.global, args).await,
         Command::Restart(args) => commands::workspaces::restart(&cli.global, args).await,
         Command::Delete(args) => commands::workspaces::delete(&cli.global, args).await,
+        Command::Update(args) => commands::workspaces::update(&cli.global, args).await,
+        Command::Schedule(cmd) => commands::schedule::run(&cli.global, cmd).await,
         Command::List(args) => commands::workspaces::list(&cli.global, args).await,
         Command::Show { workspace, output } => {
             commands::workspaces::show(&cli.global, workspace, output).await

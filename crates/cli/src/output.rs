@@ -27,17 +27,20 @@ pub trait Tabular {
 pub fn print_list<T: Serialize + Tabular>(format: Format, items: &[T]) -> anyhow::Result<()> {
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(items)?),
-        Format::Table => {
-            let mut table = Table::new();
-            table.load_style(NOTHING);
-            table.set_header(T::headers().iter().map(|h| Cell::new(h.to_uppercase())));
-            for item in items {
-                table.add_row(item.row());
-            }
-            println!("{}", table.trim_fmt());
-        }
+        Format::Table => print_table(T::headers(), items.iter().map(T::row).collect()),
     }
     Ok(())
+}
+
+/// A table of cells under `headers` (for commands whose columns the user picks).
+pub fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
+    let mut table = Table::new();
+    table.load_style(NOTHING);
+    table.set_header(headers.iter().map(|h| Cell::new(h.to_uppercase())));
+    for row in rows {
+        table.add_row(row);
+    }
+    println!("{}", table.trim_fmt());
 }
 
 pub fn print_one<T: Serialize + Tabular>(format: Format, item: &T) -> anyhow::Result<()> {

@@ -33,7 +33,12 @@ impl Response {
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// coderd answered with an error status and Coder's error body.
-    #[error("{status}: {}{}", .response.message, detail_suffix(&.response.detail))]
+    #[error(
+        "{status}: {}{}{}",
+        .response.message,
+        detail_suffix(&.response.detail),
+        validations_suffix(&.response.validations)
+    )]
     Api { status: u16, response: Response },
     #[error("request to coderd failed: {0}")]
     Http(#[from] reqwest::Error),
@@ -51,6 +56,18 @@ fn detail_suffix(detail: &str) -> String {
     } else {
         format!(" ({detail})")
     }
+}
+
+/// The invalid fields, so a person reading the error knows which and why.
+fn validations_suffix(validations: &[ValidationError]) -> String {
+    if validations.is_empty() {
+        return String::new();
+    }
+    let fields: Vec<String> = validations
+        .iter()
+        .map(|v| format!("{}: {}", v.field, v.detail))
+        .collect();
+    format!(" [{}]", fields.join("; "))
 }
 
 impl ClientError {

@@ -42,7 +42,7 @@ pub struct TestApp {
     /// The server's core, for tests that call the domain layer directly.
     pub state: AppState,
     shutdown: CancellationToken,
-    server: Option<tokio::task::JoinHandle<Result<(), coderd::server::Error>>>,
+    server: Option<Server>,
 }
 
 impl TestApp {
@@ -64,22 +64,7 @@ impl TestApp {
     ) -> anyhow::Result<Self> {
         init_tracing();
         let db = TestDb::new().await?;
-        let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
-        let mut options = ServeOptions::new(Options::new(url.clone()));
-        adjust(&mut options);
-        let shutdown = CancellationToken::new();
-        let state = AppState::start(
-            db.pool.clone(),
-            options.deployment.clone(),
-            shutdown.clone(),
-        )
-        .await?;
-        let server = tokio::spawn(serve_state(
-            state.clone(),
-            options,
-            listener,
-            shutdown.clone(),
-        ));
+        let (url, state, shutdown, server) = launch(db.pool.clone(), listener, adjust).await?;
         let app = Self {
             url,
             db,
@@ -89,6 +74,28 @@ impl TestApp {
         };
         app.wait_healthy().await?;
         Ok(app)
+    }
+
+    /// Another coderd on this one's database: a second replica, with its own connection pool,
+    /// pubsub listener, dispatcher and built-in daemons.
+    pub async fn replica(&self, adjust: impl FnOnce(&mut ServeOptions)) -> anyhow::Result<Replica> {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(20)
+            .connect_with(self.db.options.clone())
+            .await?;
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let (url, state, shutdown, server) = launch(pool, listener, adjust).await?;
+        let client = Client::new(url.clone());
+        crate::eventually(Duration::from_secs(5), "replica ready", || async {
+            Ok(client.build_info().await.is_ok())
+        })
+        .await?;
+        Ok(Replica {
+            url,
+            state,
+            shutdown,
+            _server: server,
+        })
     }
 
     async fn wait_healthy(&self) -> anyhow::Result<()> {
@@ -167,6 +174,42 @@ impl TestApp {
             server.await??;
         }
         Ok(())
+    }
+}
+
+type Server = tokio::task::JoinHandle<Result<(), coderd::server::Error>>;
+
+/// Starts a coderd core and its API on `pool`.
+async fn launch(
+    pool: PgPool,
+    listener: TcpListener,
+    adjust: impl FnOnce(&mut ServeOptions),
+) -> anyhow::Result<(Url, AppState, CancellationToken, Server)> {
+    let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
+    let mut options = ServeOptions::new(Options::new(url.clone()));
+    adjust(&mut options);
+    let shutdown = CancellationToken::new();
+    let state = AppState::start(pool, options.deployment.clone(), shutdown.clone()).await?;
+    let server = tokio::spawn(serve_state(
+        state.clone(),
+        options,
+        listener,
+        shutdown.clone(),
+    ));
+    Ok((url, state, shutdown, server))
+}
+
+/// A second coderd on a [`TestApp`]'s database; stops when dropped.
+pub struct Replica {
+    pub url: Url,
+    pub state: AppState,
+    shutdown: CancellationToken,
+    _server: Server,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
     }
 }
 

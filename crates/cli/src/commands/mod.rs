@@ -7,6 +7,7 @@ pub mod ping;
 pub mod port_forward;
 pub mod provisionerd;
 pub mod provisioners;
+pub mod schedule;
 pub mod server;
 pub mod ssh;
 pub mod templates;

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use codersdk::Client;
 use codersdk::templates::{
-    CreateTemplateRequest, CreateTemplateVersionRequest, Template, TemplateVersion, VariableValue,
+    CreateTemplateRequest, CreateTemplateVersionRequest, Template, TemplateAutostartRequirement,
+    TemplateAutostopRequirement, TemplateVersion, UpdateTemplateMeta, VariableValue,
 };
 use serde::Serialize;
 
@@ -29,6 +30,8 @@ pub enum TemplatesCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Edit the metadata and schedule settings of a template by name.
+    Edit(Box<EditArgs>),
     /// Manage a template's versions.
     #[command(subcommand)]
     Versions(VersionsCommand),
@@ -104,6 +107,153 @@ pub struct PushArgs {
     pub org: OrgArg,
 }
 
+/// A flag that is true when given alone (`--allow-user-autostart`) and takes `=false`.
+fn bool_flag(s: &str) -> Result<bool, String> {
+    s.parse().map_err(|_| format!("{s:?} is not true or false"))
+}
+
+/// Go-style durations as Coder's flags take them (`24h`, `30m`, `0h`); a bare `0` is off.
+fn duration_ms(s: &str) -> Result<i64, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e}"))?;
+    i64::try_from(d.as_millis()).map_err(|_| format!("{s:?} is too long"))
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EditArgs {
+    /// The template to edit.
+    pub template: String,
+    /// Edit the template name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Edit the template display name.
+    #[arg(long)]
+    pub display_name: Option<String>,
+    /// Edit the template description.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Sets the template as deprecated: a message explaining why (empty to undeprecate).
+    #[arg(long)]
+    pub deprecated: Option<String>,
+    /// Edit the template icon path.
+    #[arg(long)]
+    pub icon: Option<String>,
+    /// Time before shutdown for workspaces created from this template ("Default autostop").
+    #[arg(long, value_parser = duration_ms, value_name = "DURATION")]
+    pub default_ttl: Option<i64>,
+    /// How far activity pushes a running workspace's shutdown ("Activity bump").
+    #[arg(long, value_parser = duration_ms, value_name = "DURATION")]
+    pub activity_bump: Option<i64>,
+    /// Weekdays workspaces may autostart on; `all` for every day.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub autostart_requirement_weekdays: Option<Vec<String>>,
+    /// Weekdays workspaces must be restarted on (in their owner's quiet hours); `none` for
+    /// no requirement.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub autostop_requirement_weekdays: Option<Vec<String>>,
+    /// Restart every this many weeks.
+    #[arg(long)]
+    pub autostop_requirement_weeks: Option<i64>,
+    /// Time after a failed start before coder stops the workspace to clean up ("Failure
+    /// cleanup"); 0h for never.
+    #[arg(long, value_parser = duration_ms, value_name = "DURATION")]
+    pub failure_ttl: Option<i64>,
+    /// Time a workspace may be unused before it becomes dormant ("Dormancy threshold"); 0h
+    /// for never.
+    #[arg(long, value_parser = duration_ms, value_name = "DURATION")]
+    pub dormancy_threshold: Option<i64>,
+    /// Time a workspace may be dormant before it is deleted ("Dormancy Auto-Deletion"); 0h
+    /// for never.
+    #[arg(long, value_parser = duration_ms, value_name = "DURATION")]
+    pub dormancy_auto_deletion: Option<i64>,
+    /// Allow users to cancel in-progress workspace jobs.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag)]
+    pub allow_user_cancel_workspace_jobs: Option<bool>,
+    /// Allow users to configure autostart for workspaces on this template.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag)]
+    pub allow_user_autostart: Option<bool>,
+    /// Allow users to customize the autostop TTL for workspaces on this template.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag)]
+    pub allow_user_autostop: Option<bool>,
+    /// Require workspace builds to use the active template version (template admins are
+    /// exempt).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag)]
+    pub require_active_version: Option<bool>,
+    /// Bypass prompts (accepted as Coder's CLI does; editing asks nothing).
+    #[arg(short, long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub org: OrgArg,
+}
+
+impl EditArgs {
+    fn request(self, current: &Template) -> UpdateTemplateMeta {
+        let autostart_requirement =
+            self.autostart_requirement_weekdays
+                .map(|days| TemplateAutostartRequirement {
+                    days_of_week: if days.iter().any(|d| d.eq_ignore_ascii_case("all")) {
+                        coderd::schedule::bitmap_to_days(coderd::schedule::ALL_DAYS)
+                    } else {
+                        days
+                    },
+                });
+        let autostop_requirement = match (
+            self.autostop_requirement_weekdays,
+            self.autostop_requirement_weeks,
+        ) {
+            (None, None) => None,
+            (days, weeks) => Some(TemplateAutostopRequirement {
+                days_of_week: match days {
+                    Some(d) if d.iter().any(|d| d.eq_ignore_ascii_case("none")) => Vec::new(),
+                    Some(d) => d,
+                    None => current.autostop_requirement.days_of_week.clone(),
+                },
+                weeks: weeks.unwrap_or(current.autostop_requirement.weeks),
+            }),
+        };
+        UpdateTemplateMeta {
+            name: self.name,
+            display_name: self.display_name,
+            description: self.description,
+            icon: self.icon,
+            default_ttl_ms: self.default_ttl,
+            allow_user_cancel_workspace_jobs: self.allow_user_cancel_workspace_jobs,
+            deprecation_message: self.deprecated,
+            activity_bump_ms: self.activity_bump,
+            autostop_requirement,
+            autostart_requirement,
+            allow_user_autostart: self.allow_user_autostart,
+            allow_user_autostop: self.allow_user_autostop,
+            failure_ttl_ms: self.failure_ttl,
+            time_til_dormant_ms: self.dormancy_threshold,
+            time_til_dormant_autodelete_ms: self.dormancy_auto_deletion,
+            require_active_version: self.require_active_version,
+            ..Default::default()
+        }
+    }
+}
+
+async fn edit(client: &Client, args: EditArgs) -> anyhow::Result<()> {
+    let org = args.org.resolve(client).await?;
+    let template = client
+        .template_by_name(&org.id.to_string(), &args.template)
+        .await
+        .with_context(|| format!("template {:?}", args.template))?;
+    let name = template.name.clone();
+    let req = args.request(&template);
+    if req == UpdateTemplateMeta::default() {
+        bail!("nothing to change: pass at least one flag (see --help)");
+    }
+    let updated = client.update_template_meta(template.id, &req).await?;
+    println!("Updated template metadata for {name}!");
+    if updated.name != name {
+        println!("The template is now called {}.", updated.name);
+    }
+    Ok(())
+}
+
 #[derive(Serialize)]
 #[serde(transparent)]
 struct TemplateRow(Template);
@@ -162,6 +312,7 @@ pub async fn run(global: &GlobalArgs, cmd: TemplatesCommand) -> anyhow::Result<(
     match cmd {
         TemplatesCommand::Create(args) => push(&client, args, Mode::Create).await,
         TemplatesCommand::Push(args) => push(&client, args, Mode::Push).await,
+        TemplatesCommand::Edit(args) => edit(&client, *args).await,
         TemplatesCommand::List { org, output } => {
             let org = org.resolve(&client).await?;
             let rows: Vec<TemplateRow> = client

@@ -1,4 +1,4 @@
-//! `coder create|start|stop|restart|delete|list|show`.
+//! `coder create|start|stop|restart|delete|update|list|show`.
 
 use anyhow::{Context, bail};
 use codersdk::Client;
@@ -6,11 +6,10 @@ use codersdk::templates::TemplateVersionParameter;
 use codersdk::workspaces::{
     CreateWorkspaceBuildRequest, CreateWorkspaceRequest, Workspace, WorkspaceBuildParameter,
 };
-use serde::Serialize;
 
 use crate::jobs::{self, Watched};
 use crate::orgs::{OrgArg, parse_pairs};
-use crate::output::{self, OutputArgs, Tabular};
+use crate::output::{self, OutputArgs};
 use crate::{GlobalArgs, prompt};
 
 #[derive(Debug, clap::Args)]
@@ -48,6 +47,33 @@ pub struct BuildArgs {
     pub wait: bool,
 }
 
+/// The columns `coder list` can show (Coder's names).
+const LIST_COLUMNS: [&str; 11] = [
+    "workspace",
+    "template",
+    "status",
+    "healthy",
+    "last built",
+    "current version",
+    "outdated",
+    "starts at",
+    "starts next",
+    "stops after",
+    "stops next",
+];
+
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// Workspace name or `owner/name`.
+    pub workspace: String,
+    /// Rich parameter values (repeatable).
+    #[arg(long = "parameter", value_name = "NAME=VALUE")]
+    pub parameters: Vec<String>,
+    /// Ask for every parameter that may change, not only new or changed ones.
+    #[arg(long)]
+    pub always_prompt: bool,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// List the workspaces of every user you can see.
@@ -56,36 +82,39 @@ pub struct ListArgs {
     /// Coder's workspace search query.
     #[arg(long, default_value = "owner:me")]
     pub search: String,
+    /// Columns to show (workspace, template, status, healthy, last built, current version,
+    /// outdated, starts at, starts next, stops after, stops next).
+    #[arg(
+        short,
+        long = "column",
+        value_delimiter = ',',
+        default_value = "workspace,template,status,healthy,last built,current version,outdated,starts at,stops after"
+    )]
+    pub columns: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
-#[derive(Serialize)]
-#[serde(transparent)]
-struct WorkspaceRow(Workspace);
-
-impl Tabular for WorkspaceRow {
-    fn headers() -> &'static [&'static str] {
-        &[
-            "workspace",
-            "template",
-            "status",
-            "healthy",
-            "last built",
-            "outdated",
-        ]
-    }
-    fn row(&self) -> Vec<String> {
-        let w = &self.0;
-        vec![
-            format!("{}/{}", w.owner_name, w.name),
-            w.template_name.clone(),
-            w.latest_build.status.as_str().into(),
-            w.health.healthy.to_string(),
+/// One workspace's cells, by column name.
+fn list_cells(w: &Workspace, now: chrono::DateTime<chrono::Utc>) -> [String; 11] {
+    let schedule = crate::schedule::columns(w, now);
+    [
+        format!("{}/{}", w.owner_name, w.name),
+        w.template_name.clone(),
+        w.latest_build.status.as_str().into(),
+        w.health.healthy.to_string(),
+        format!(
+            "{} ({} ago)",
             output::time(&w.latest_build.created_at),
-            w.outdated.to_string(),
-        ]
-    }
+            crate::schedule::human_duration(now - w.latest_build.created_at)
+        ),
+        w.latest_build.template_version_name.clone(),
+        w.outdated.to_string(),
+        schedule.starts_at,
+        schedule.starts_next,
+        schedule.stops_after,
+        schedule.stops_next,
+    ]
 }
 
 /// Splits `owner/name` (owner defaults to `me`).
@@ -191,11 +220,16 @@ async fn transition(
     transition: &str,
 ) -> anyhow::Result<uuid::Uuid> {
     let workspace = find(client, &args.workspace).await?;
+    // A workspace that updates automatically starts on the template's active version, as
+    // its autostarts do.
+    let version = (transition == "start" && workspace.automatic_updates == "always")
+        .then_some(workspace.template_active_version_id);
     let build = client
         .create_workspace_build(
             workspace.id,
             &CreateWorkspaceBuildRequest {
                 transition: transition.into(),
+                template_version_id: version,
                 rich_parameter_values: parse_pairs(&args.parameters, "parameter")?
                     .into_iter()
                     .map(|(name, value)| WorkspaceBuildParameter { name, value })
@@ -267,15 +301,43 @@ pub async fn delete(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> 
 }
 
 pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<()> {
+    let mut picked = Vec::new();
+    for column in &args.columns {
+        let column = column.trim().to_lowercase();
+        let index = LIST_COLUMNS
+            .iter()
+            .position(|c| *c == column)
+            .with_context(|| {
+                format!(
+                    "unknown column {column:?}: choose from {}",
+                    LIST_COLUMNS.join(", ")
+                )
+            })?;
+        picked.push(index);
+    }
     let client = global.client()?;
     let query = if args.all { String::new() } else { args.search };
     let found = client.workspaces(&query).await?;
-    let rows: Vec<WorkspaceRow> = found.workspaces.into_iter().map(WorkspaceRow).collect();
-    if rows.is_empty() && args.output.output == output::Format::Table {
+    if args.output.output == output::Format::Json {
+        println!("{}", serde_json::to_string_pretty(&found.workspaces)?);
+        return Ok(());
+    }
+    if found.workspaces.is_empty() {
         eprintln!("No workspaces found! Create one with 'coder create'.");
         return Ok(());
     }
-    output::print_list(args.output.output, &rows)
+    let now = chrono::Utc::now();
+    let headers: Vec<&str> = picked.iter().map(|i| LIST_COLUMNS[*i]).collect();
+    let rows: Vec<Vec<String>> = found
+        .workspaces
+        .iter()
+        .map(|w| {
+            let cells = list_cells(w, now);
+            picked.iter().map(|i| cells[*i].clone()).collect()
+        })
+        .collect();
+    output::print_table(&headers, rows);
+    Ok(())
 }
 
 pub async fn show(
@@ -331,5 +393,98 @@ pub async fn show(
             }
         }
     }
+    Ok(())
+}
+
+/// Whether the template's new declaration of `p` makes `previous` (its last value) one that
+/// must be asked again: the parameter is new, or its value is no longer one of its options.
+fn needs_answer(p: &TemplateVersionParameter, previous: Option<&str>) -> bool {
+    match previous {
+        None => true,
+        Some(value) => !p.options.is_empty() && !p.options.iter().any(|o| o.value == value),
+    }
+}
+
+/// `coder update`: restarts an outdated workspace on its template's active version, asking
+/// for parameters the new version adds or changes (and, with `--always-prompt`, every mutable
+/// one).
+pub async fn update(global: &GlobalArgs, args: UpdateArgs) -> anyhow::Result<()> {
+    let client = global.client()?;
+    let ws = find(&client, &args.workspace).await?;
+    if !ws.outdated {
+        println!("Workspace is up-to-date.");
+        return Ok(());
+    }
+    let declared = client
+        .template_version_rich_parameters(ws.template_active_version_id)
+        .await?;
+    let previous = client
+        .workspace_build_parameters(ws.latest_build.id)
+        .await?;
+    let mut values: Vec<WorkspaceBuildParameter> = parse_pairs(&args.parameters, "parameter")?
+        .into_iter()
+        .map(|(name, value)| WorkspaceBuildParameter { name, value })
+        .collect();
+    for p in &declared {
+        if p.ephemeral || values.iter().any(|v| v.name == p.name) {
+            continue;
+        }
+        let last = previous
+            .iter()
+            .find(|v| v.name == p.name)
+            .map(|v| v.value.as_str());
+        let ask = needs_answer(p, last) || (args.always_prompt && p.mutable);
+        if !ask {
+            continue;
+        }
+        let label = if p.display_name.is_empty() {
+            &p.name
+        } else {
+            &p.display_name
+        };
+        let default = last
+            .filter(|l| !needs_answer(p, Some(l)))
+            .or((!p.default_value.is_empty()).then_some(p.default_value.as_str()));
+        let value = prompt::text(label, default)?;
+        values.push(WorkspaceBuildParameter {
+            name: p.name.clone(),
+            value,
+        });
+    }
+    if ws.latest_build.status == codersdk::workspaces::WorkspaceStatus::Running {
+        let stop = client
+            .create_workspace_build(
+                ws.id,
+                &CreateWorkspaceBuildRequest {
+                    transition: "stop".into(),
+                    reason: "cli".into(),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        jobs::watch(&client, Watched::WorkspaceBuild(stop.id))
+            .await
+            .context("stopping the workspace before the update failed")?;
+    }
+    let start = client
+        .create_workspace_build(
+            ws.id,
+            &CreateWorkspaceBuildRequest {
+                transition: "start".into(),
+                template_version_id: Some(ws.template_active_version_id),
+                rich_parameter_values: values,
+                reason: "cli".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    jobs::watch(&client, Watched::WorkspaceBuild(start.id))
+        .await
+        .with_context(|| format!("the update of {} failed", args.workspace))?;
+    let updated = client.workspace(ws.id).await?;
+    println!(
+        "The {} workspace has been updated to version {}.",
+        args.workspace, updated.latest_build.template_version_name
+    );
     Ok(())
 }

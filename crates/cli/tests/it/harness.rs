@@ -59,21 +59,26 @@ impl Coder {
 
     /// Runs with `input` on stdin.
     pub fn with_stdin(&self, args: &[&str], input: &str) -> anyhow::Result<Output> {
-        use std::io::Write;
-        let mut child = self
-            .command()
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        child
-            .stdin
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdin"))?
-            .write_all(input.as_bytes())?;
-        Ok(child.wait_with_output()?)
+        let mut cmd = self.command();
+        cmd.args(args);
+        run_with_stdin(cmd, input)
     }
+}
+
+/// Runs `cmd` to completion with `input` on its stdin.
+pub fn run_with_stdin(mut cmd: Command, input: &str) -> anyhow::Result<Output> {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdin"))?
+        .write_all(input.as_bytes())?;
+    Ok(child.wait_with_output()?)
 }
 
 pub fn command_with_config(config: PathBuf) -> Command {
@@ -265,6 +270,13 @@ impl Deployment {
             String::from_utf8_lossy(&out.stderr)
         );
         Ok(String::from_utf8(out.stdout)?)
+    }
+
+    /// Runs as the owner with `input` on stdin (answers to the command's questions).
+    pub fn with_stdin(&self, args: &[&str], input: &str) -> anyhow::Result<std::process::Output> {
+        let mut cmd = self.coder(&self.token);
+        cmd.args(args);
+        run_with_stdin(cmd, input)
     }
 
     /// Starts `coder provisionerd start` with `args`, logging to a file in the test directory.

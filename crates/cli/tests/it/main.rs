@@ -7,6 +7,7 @@ mod harness;
 mod provisioning;
 mod relay;
 mod script_order;
+mod schedule;
 mod server;
 mod ssh;
 mod terraform;

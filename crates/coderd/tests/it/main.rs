@@ -7,6 +7,7 @@ mod domain;
 mod files;
 mod limits;
 mod lifecycle;
+mod lifecycle_ha;
 mod metrics;
 mod migrations;
 mod oidc;

@@ -258,6 +258,60 @@ fn rows() -> Vec<Row> {
         with(
             Setup::Workspace,
             row(
+                M::PUT,
+                "/api/v2/workspaces/{ws}/autostart",
+                Some(json!({"schedule": "CRON_TZ=Europe/Dublin 30 9 * * 1-5"})),
+                [204, 404, 403, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::PUT,
+                "/api/v2/workspaces/{ws}/ttl",
+                Some(json!({"ttl_ms": 3_600_000})),
+                [204, 404, 403, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::PUT,
+                "/api/v2/workspaces/{ws}/extend",
+                Some(json!({"deadline": "2099-01-01T00:00:00Z"})),
+                [409, 404, 403, 404, 404, 409],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::PUT,
+                "/api/v2/workspaces/{ws}/dormant",
+                Some(json!({"dormant": true})),
+                [200, 404, 403, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::PUT,
+                "/api/v2/workspaces/{ws}/autoupdates",
+                Some(json!({"automatic_updates": "always"})),
+                [204, 404, 403, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/resolve-autostart",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
                 M::GET,
                 "/api/v2/workspaceagents/{agent}",
                 None,
