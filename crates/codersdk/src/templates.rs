@@ -67,7 +67,10 @@ pub struct TemplateAutostartRequirement {
 /// Build times of one transition, in milliseconds (null until there are builds).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TransitionStats {
+    // Coder's field names, capitalised as its API has them.
+    #[serde(rename = "P50")]
     pub p50: Option<i64>,
+    #[serde(rename = "P95")]
     pub p95: Option<i64>,
 }
 

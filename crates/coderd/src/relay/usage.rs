@@ -1,6 +1,7 @@
 //! What the relay carries: per stream kind, the active streams and the bytes each way (in
 //! `/metrics`), and per workspace whether someone is connected, which bumps its `last_used_at`
-//! — for every such workspace in one statement each interval, never a write per stream.
+//! and its running build's deadline (the activity bump) — for every such workspace in one
+//! transaction each interval, never a write per stream.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -627,15 +627,19 @@ impl Store {
         .await
     }
 
-    /// Bumps `last_used_at` of workspaces someone is connected to (the relay's usage).
+    /// Bumps `last_used_at` of workspaces someone is connected to (the relay's usage), and
+    /// the running deadlines of those workspaces (the activity bump, as agent stats do).
     pub async fn mark_workspaces_used(&self, workspaces: &[Uuid]) -> Result<()> {
         timed("mark_workspaces_used", async {
+            let mut tx = self.pool.begin().await?;
             sqlx::query!(
                 "UPDATE workspaces SET last_used_at = now() WHERE id = ANY($1)",
                 workspaces
             )
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+            super::lifecycle::bump_deadlines(&mut tx, workspaces).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await

@@ -1,7 +1,7 @@
 //! The lifecycle executor, driven tick by tick at chosen instants (a fixed clock for coderd,
 //! explicit tick times): autostart across a zone's DST changes, autostop at the deadline, the
-//! activity bump from agent stats, failed starts, dormancy and deletion, automatic updates and
-//! the active-version requirement.
+//! activity bump from agent stats and relay streams, failed starts, dormancy and deletion,
+//! automatic updates and the active-version requirement.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -310,6 +310,69 @@ async fn an_ssh_session_bumps_the_deadline_and_the_workspace_keeps_running() -> 
     assert_eq!(
         t.owner.workspace(ws.id).await?.latest_build.deadline,
         Some(max)
+    );
+    Ok(())
+}
+
+/// A port-forward through the relay is use as well: the relay's usage flush bumps the running
+/// deadline as agent stats do, and the workspace outlives its old deadline.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_relay_stream_bumps_the_deadline() -> anyhow::Result<()> {
+    let t = Fixture::new(Utc::now()).await?;
+    let token = Uuid::new_v4().to_string();
+    let template = t.template("tpl", &agent_template(&token)).await?;
+    let created = t
+        .owner
+        .create_workspace(
+            "me",
+            &CreateWorkspaceRequest {
+                template_id: Some(template),
+                name: "dev".into(),
+                ttl_ms: Some(600_000),
+                ..Default::default()
+            },
+        )
+        .await?;
+    t.set_clock(Utc::now());
+    let ws = t.settled(created.id).await?;
+    let first = ws
+        .latest_build
+        .deadline
+        .ok_or_else(|| anyhow::anyhow!("no deadline"))?;
+    let agent = crate::agents::agent_id(&ws);
+    let _test_agent = crate::relay::TestAgent::connect(&t.app, &token).await?;
+    eventually(Duration::from_secs(10), "the agent connected", || async {
+        Ok(t.owner.workspace_agent(agent).await?.status == "connected")
+    })
+    .await?;
+    // Without a stream nothing moves it (the agent's connection alone is not use).
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(
+        t.owner.workspace(ws.id).await?.latest_build.deadline,
+        Some(first)
+    );
+
+    let port = crate::relay::echo_server().await?;
+    let stream = t
+        .owner
+        .connect_agent(agent, codersdk::relay::Target::Tcp(port))
+        .await?;
+    eventually(
+        Duration::from_secs(30),
+        "the relay's flush bumped the deadline",
+        || async {
+            let deadline = t.owner.workspace(ws.id).await?.latest_build.deadline;
+            Ok(deadline.is_some_and(|d| d > first + chrono::Duration::minutes(45)))
+        },
+    )
+    .await?;
+    drop(stream);
+    assert!(
+        t.tick(first + chrono::Duration::minutes(1))
+            .await
+            .builds
+            .is_empty(),
+        "still running past the old deadline"
     );
     Ok(())
 }

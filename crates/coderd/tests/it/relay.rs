@@ -22,14 +22,14 @@ use crate::agents::{agent_id, workspace_for};
 
 /// An agent on the protocol's client: serves TCP, ping, listening ports and PTY streams the
 /// way the agent does (answer first, then payload); refuses SSH.
-struct TestAgent {
+pub(crate) struct TestAgent {
     connection: Option<AgentConnection>,
     /// Streams coderd opened to it.
     opened: Arc<AtomicUsize>,
 }
 
 impl TestAgent {
-    async fn connect(app: &TestApp, token: &str) -> anyhow::Result<Self> {
+    pub(crate) async fn connect(app: &TestApp, token: &str) -> anyhow::Result<Self> {
         let mut connection = AgentConnection::connect(&app.url, token).await?;
         let mut inbound = std::mem::replace(&mut connection.inbound, mpsc::channel(1).1);
         let opened = Arc::new(AtomicUsize::new(0));
@@ -117,7 +117,7 @@ async fn serve_stream(header: StreamHeader, mut stream: tokio_yamux::StreamHandl
 }
 
 /// A TCP server that echoes each connection until its client half-closes.
-async fn echo_server() -> anyhow::Result<u16> {
+pub(crate) async fn echo_server() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     tokio::spawn(async move {

@@ -469,16 +469,16 @@ async fn new_fields_have_coders_names_and_json_types() -> anyhow::Result<()> {
     );
     let stats = &t["build_time_stats"];
     for transition in ["start", "stop", "delete"] {
-        for p in ["p50", "p95"] {
+        for p in ["P50", "P95"] {
             let v = &stats[transition][p];
             assert!(v.is_null() || v.is_i64(), "{transition}.{p}: {v}");
         }
     }
     assert!(
-        stats["start"]["p50"].is_i64(),
+        stats["start"]["P50"].is_i64(),
         "the workspace's start counts: {stats}"
     );
-    assert!(stats["delete"]["p50"].is_null(), "nothing deleted yet");
+    assert!(stats["delete"]["P50"].is_null(), "nothing deleted yet");
 
     let r: Value = owner
         .get(&format!("/api/v2/workspaces/{ws}/resolve-autostart"))
