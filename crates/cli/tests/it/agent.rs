@@ -164,7 +164,11 @@ async fn a_workspaces_agent_starts_reports_stops_and_is_replaced_by_the_next_bui
     // its token and none of the build's other CODER_* variables.
     let pid = pid_in(&pid_file)?;
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"))?;
-    assert!(exe.starts_with(home.join(".cache/coder")), "{}", exe.display());
+    assert!(
+        exe.starts_with(home.join(".cache/coder")),
+        "{}",
+        exe.display()
+    );
     let old_token = environ(pid, "CODER_AGENT_TOKEN")?.context("the agent's token")?;
     assert_eq!(environ(pid, "CODER_WORKSPACE_OWNER_SESSION_TOKEN")?, None);
     assert_eq!(
