@@ -573,16 +573,8 @@ mod tests {
             .filter(|r| r.requestable())
             .map(BuildReason::as_str)
             .collect();
-        assert_eq!(
-            requestable,
-            [
-                "dashboard",
-                "cli",
-                "ssh_connection",
-                "vscode_connection",
-                "jetbrains_connection"
-            ]
-        );
+        // What requests are validated against and the OpenAPI document lists.
+        assert_eq!(requestable, validate::requests::BUILD_REASONS);
         assert!(
             "autostop"
                 .parse::<BuildReason>()

@@ -33,6 +33,15 @@ pub const TOKEN_SCOPES: &[&str] = &["all"];
 pub const TRANSITIONS: &[&str] = &["start", "stop", "delete"];
 pub const AUTOMATIC_UPDATES: &[&str] = &["always", "never"];
 pub const LOG_LEVELS: &[&str] = &["debug"];
+/// The reasons a client may give for a build (`BuildReason::requestable`): the lifecycle
+/// executor's own reasons never come from a request.
+pub const BUILD_REASONS: &[&str] = &[
+    "dashboard",
+    "cli",
+    "ssh_connection",
+    "vscode_connection",
+    "jetbrains_connection",
+];
 
 /// Empty means "the default" for these.
 fn empty_or_one_of(s: &str, allowed: &[&str]) -> Result<(), String> {
@@ -291,7 +300,8 @@ pub fn update_automatic_updates(req: &UpdateWorkspaceAutomaticUpdatesRequest) ->
 pub fn create_build(req: &CreateWorkspaceBuildRequest) -> ApiResult<()> {
     let mut v = Validator::default();
     v.push("transition", one_of(&req.transition, TRANSITIONS))
-        .push("log_level", empty_or_one_of(&req.log_level, LOG_LEVELS));
+        .push("log_level", empty_or_one_of(&req.log_level, LOG_LEVELS))
+        .push("reason", empty_or_one_of(&req.reason, BUILD_REASONS));
     parameter_values(&mut v, &req.rich_parameter_values);
     v.finish()
 }
@@ -470,6 +480,7 @@ pub const DOCUMENTED: &[(&str, &[(&str, Limit)])] = &[
         &[
             ("transition", enumeration(TRANSITIONS)),
             ("log_level", enumeration_or_empty(LOG_LEVELS)),
+            ("reason", enumeration_or_empty(BUILD_REASONS)),
         ],
     ),
     ("WorkspaceBuildParameter", &[("name", PARAMETER_NAME)]),
