@@ -2,10 +2,10 @@
 # Builds `coder` and `coder-bench` in release mode and runs the benchmark suite (see
 # crates/bench/README.md). The full suite (~10 min) writes its rows into docs/benchmarks.md;
 # `--quick` (< 2 min) only prints. Other arguments go to coder-bench (--json PATH,
-# --no-graphile, --work-dir DIR, ...).
+# --no-graphile, --work-dir DIR, `--only relay` or `--only uploads` for one scenario, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --bench
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "bench: note: node/npm are missing, so the graphile-worker baseline will be skipped" >&2
@@ -14,7 +14,7 @@ fi
 
 docs=(--write-docs docs/benchmarks.md)
 for arg in "$@"; do
-  case "$arg" in --quick | --tiny) docs=() ;; esac
+  case "$arg" in --quick | --tiny | --only | --only=*) docs=() ;; esac
 done
 
 # P8 holds thousands of agent connections, a socket each in coder-bench and in coder server

@@ -94,6 +94,23 @@ if [ "${1:-}" = "--tests" ]; then
   fi
 fi
 
+# The relay's benchmarks (scripts/bench.sh) drive the OpenSSH client and hold OpenSSH's sshd
+# on loopback as a baseline; the bench starts its own sshd on a free port, never the system's.
+if [ "${1:-}" = "--bench" ]; then
+  bench_apt=()
+  command -v ssh >/dev/null 2>&1 || bench_apt+=(openssh-client)
+  [ -x /usr/sbin/sshd ] || bench_apt+=(openssh-server)
+  command -v script >/dev/null 2>&1 || bench_apt+=(bsdutils)
+  if ((${#bench_apt[@]})); then
+    echo "setup: installing Debian packages for the relay's benchmarks: ${bench_apt[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${bench_apt[@]}" >/dev/null
+    $sudo systemctl disable --now ssh >/dev/null 2>&1 || true
+  fi
+fi
+
 if ! command -v terraform >/dev/null 2>&1; then
   echo "setup: note: terraform is not on PATH; templates with the terraform provisioner will fail." >&2
   echo "setup: get it from https://developer.hashicorp.com/terraform/install (1.5 or newer)." >&2

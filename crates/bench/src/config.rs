@@ -38,6 +38,12 @@ pub struct Sizes {
     /// Issue 11: sequential template imports of archives of this size.
     pub upload_imports: usize,
     pub upload_bytes: usize,
+    /// Issue 12 (P9, P10): bytes per bulk transfer through the relay and its baselines,
+    /// timed connections and keystrokes per path, and idle streams held for coderd's memory.
+    pub relay_bytes: u64,
+    pub relay_connects: usize,
+    pub relay_keystrokes: usize,
+    pub relay_streams: usize,
     /// Time limit for any single wait (a job to finish, a process to answer).
     pub timeout: Duration,
 }
@@ -65,13 +71,17 @@ impl Sizes {
             agent_window: Duration::from_secs(60),
             upload_imports: 100,
             upload_bytes: 9 << 20,
+            relay_bytes: 1 << 30,
+            relay_connects: 20,
+            relay_keystrokes: 500,
+            relay_streams: 1_000,
             timeout: Duration::from_secs(60),
         }
     }
 
     /// Same scenarios and scales where they define the goal (8 daemons, 50,000 poisoned jobs,
     /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs; P8 with 200 agents (the
-    /// ramp-up and window of 2,000 do not fit).
+    /// ramp-up and window of 2,000 do not fit); the relay's transfers of 256 MiB, not 1 GiB.
     pub fn quick() -> Self {
         Self {
             runs: 2,
@@ -84,6 +94,9 @@ impl Sizes {
             agents: 200,
             agent_window: Duration::from_secs(8),
             upload_imports: 30,
+            relay_bytes: 256 << 20,
+            relay_connects: 10,
+            relay_keystrokes: 200,
             ..Self::full()
         }
     }
@@ -111,6 +124,10 @@ impl Sizes {
             agent_window: Duration::from_secs(3),
             upload_imports: 3,
             upload_bytes: 1 << 20,
+            relay_bytes: 4 << 20,
+            relay_connects: 2,
+            relay_keystrokes: 20,
+            relay_streams: 20,
             timeout: Duration::from_secs(60),
         }
     }

@@ -14,4 +14,4 @@ pub mod suite;
 
 pub use config::{Config, Sizes};
 pub use report::{Report, Row, Verdict};
-pub use suite::{run, run_uploads};
+pub use suite::{Only, run, run_only};

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use bench::{Config, Sizes};
+use bench::{Config, Only, Sizes};
 use clap::Parser;
 
-/// Control-plane benchmarks of coder-rs against its goals (P1–P6), with baselines measured in
+/// Benchmarks of coder-rs against its goals (P1–P10), with baselines measured in
 /// the same run. Starts its own PostgreSQL, `coder server` and provisioner daemons.
 #[derive(Parser)]
 #[command(name = "coder-bench")]
@@ -40,12 +40,6 @@ struct Args {
     only: Option<Only>,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Only {
-    /// Sequential large template imports and coderd's memory after them (issue 11).
-    Uploads,
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -68,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
     config.graphile = !args.no_graphile;
     let report = match (&args.render, args.only) {
         (Some(path), _) => bench::Report::read_json(path)?,
-        (None, Some(Only::Uploads)) => bench::run_uploads(&config).await?,
+        (None, Some(only)) => bench::run_only(&config, only).await?,
         (None, None) => bench::run(&config).await?,
     };
     println!("{}", report.table());

@@ -28,6 +28,9 @@ use crate::scenarios::{
 };
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
+use relay::relay_rows;
+
+mod relay;
 
 /// Progress on stderr (stdout is for the table).
 struct Progress(Instant);
@@ -117,6 +120,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     report.counts.insert("startup_runs".into(), runs.len());
     agent_download_rows(&download, &mut report);
     upload_rows(config, &work, &mut report, &progress).await?;
+    relay_rows(config, &work, &mut report, &progress).await?;
     progress.step("done");
     Ok(report)
 }
@@ -149,8 +153,18 @@ fn agent_download_rows(download: &agentbin::AgentDownload, report: &mut Report) 
     );
 }
 
-/// Only the large-template-imports scenario (`coder-bench --only uploads`).
-pub async fn run_uploads(config: &Config) -> anyhow::Result<Report> {
+/// A scenario that can run alone (`coder-bench --only <scenario>`), on its own server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// Sequential large template imports and coderd's memory after them (issue 11).
+    Uploads,
+    /// The relay against direct baselines: P9, P10, keystrokes, connect time, memory per
+    /// idle stream (issue 12).
+    Relay,
+}
+
+/// Only one scenario; its rows alone.
+pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
     let progress = Progress(Instant::now());
     let temp = tempfile::Builder::new()
         .prefix("coder-bench-")
@@ -165,7 +179,10 @@ pub async fn run_uploads(config: &Config) -> anyhow::Result<Report> {
         notes: Vec::new(),
         counts: BTreeMap::new(),
     };
-    upload_rows(config, &work, &mut report, &progress).await?;
+    match only {
+        Only::Uploads => upload_rows(config, &work, &mut report, &progress).await?,
+        Only::Relay => relay_rows(config, &work, &mut report, &progress).await?,
+    }
     progress.step("done");
     Ok(report)
 }

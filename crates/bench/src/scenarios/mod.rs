@@ -8,6 +8,7 @@ pub mod builds;
 pub mod ceiling;
 pub mod list;
 pub mod pickup;
+pub mod relay;
 pub mod startup;
 pub mod terraform;
 pub mod uploads;

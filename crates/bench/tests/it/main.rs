@@ -208,6 +208,38 @@ async fn a_tiny_run_completes_with_sane_figures() -> anyhow::Result<()> {
     assert!(median(&report, "P8", "database transactions")? > 0.0);
     assert!(median(&report, "P8", "agent calls answered")? > 0.0);
 
+    // The relay: every transfer and idle stream happened through a real agent; the direct
+    // baselines are there (sshd's, or why not).
+    assert_eq!(count(&report, "relay_transfers")?, runs);
+    assert_eq!(count(&report, "relay_idle_streams")?, sizes.relay_streams);
+    for (id, metric) in [
+        ("P10", "TCP throughput, coder port-forward"),
+        ("-", "TCP throughput, relay stream"),
+        ("P9", "SSH throughput, coder ssh"),
+        ("P9", "SSH throughput, OpenSSH via config-ssh"),
+        ("-", "keystroke echo p50"),
+        ("-", "connect time, ssh coder."),
+        ("-", "connect time, coder ssh"),
+    ] {
+        assert!(median(&report, id, metric)? > 0.0, "{id} {metric}");
+    }
+    let forward = row(&report, "P10", "TCP throughput, coder port-forward")?;
+    assert!(forward.ratio.is_some_and(|r| r > 0.0));
+    let keys = row(&report, "-", "keystroke echo p50")?;
+    assert!(
+        keys.ratio.is_some_and(|r| r > 0.0),
+        "the local PTY baseline"
+    );
+    let ssh = row(&report, "P9", "SSH throughput, coder ssh")?;
+    let sshd = ssh.baseline.as_ref().context("the sshd baseline")?;
+    assert!(
+        sshd.value.is_some_and(|v| v.median > 0.0)
+            || sshd.skipped.as_ref().is_some_and(|why| !why.is_empty()),
+        "{sshd:?}"
+    );
+    let per_stream = median(&report, "-", "coderd memory per idle relay stream")?;
+    assert!(per_stream.is_finite(), "{per_stream}");
+
     // The outputs are written, and the docs keep what humans wrote.
     let dir = tempfile::tempdir()?;
     let json = dir.path().join("bench.json");
