@@ -82,7 +82,14 @@ impl ScriptOutput {
 
     async fn write_file(&self, bytes: &[u8]) {
         let Some(file) = &self.file else { return };
-        if let Err(error) = file.lock().await.write_all(bytes).await {
+        let mut file = file.lock().await;
+        // tokio's File hands each write to a blocking task and reports success before it has
+        // reached the file; flushing waits for it, so the log is current when a run ends.
+        let written = match file.write_all(bytes).await {
+            Ok(()) => file.flush().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = written {
             tracing::debug!(path = %self.path.display(), %error, "cannot write a script's log file");
         }
     }
