@@ -6,6 +6,8 @@
 
 pub mod autostop;
 pub mod cron;
+#[cfg(test)]
+mod props;
 
 pub use autostop::{Autostop, TemplatePolicy, autostop, effective_ttl_ms};
 pub use cron::{ALL_DAYS, Schedule, ScheduleError, bitmap_to_days, days_to_bitmap};
