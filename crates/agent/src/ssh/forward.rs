@@ -4,7 +4,7 @@
 //! `auth-agent@openssh.com` channels, exported as `SSH_AUTH_SOCK`).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,6 +142,23 @@ impl Listener {
     }
 }
 
+/// The longest unix socket path the kernel takes is 107 bytes (`sun_path`); a workspace's
+/// `TMPDIR` can be deep inside its home (the `local-process` template puts it there), which
+/// would leave `-A` silently without a socket.
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Where the agent sockets go: the temporary directory when a socket fits under it, else
+/// `/tmp`.
+fn socket_parent(temp: &Path) -> PathBuf {
+    // "/coder-ssh-agent-XXXXXX/agent.sock"
+    let suffix = 1 + "coder-ssh-agent-".len() + 6 + "/agent.sock".len();
+    if temp.as_os_str().len() + suffix <= MAX_SOCKET_PATH {
+        temp.to_path_buf()
+    } else {
+        PathBuf::from("/tmp")
+    }
+}
+
 /// The `SSH_AUTH_SOCK` of one session: a unix socket in a private directory, removed with it.
 pub(super) struct AgentSocket {
     dir: tempfile::TempDir,
@@ -152,7 +169,7 @@ impl AgentSocket {
     pub(super) fn create(handle: Handle) -> io::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("coder-ssh-agent-")
-            .tempdir()?;
+            .tempdir_in(socket_parent(&std::env::temp_dir()))?;
         let listener = UnixListener::bind(dir.path().join("agent.sock"))?;
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -193,5 +210,13 @@ mod tests {
         let all = listen("", 0).await?;
         assert!(all.listener.local_addr()?.ip().is_unspecified());
         Ok(())
+    }
+
+    #[test]
+    fn agent_sockets_leave_a_deep_temporary_directory_for_tmp() {
+        let shallow = Path::new("/home/dev/.cache/tmp");
+        assert_eq!(socket_parent(shallow), shallow);
+        let deep = PathBuf::from(format!("/tmp/{}/{}/tmp", "w".repeat(40), "x".repeat(36)));
+        assert_eq!(socket_parent(&deep), Path::new("/tmp"));
     }
 }

@@ -225,3 +225,63 @@ pub(crate) fn output(cmd: &mut Command) -> anyhow::Result<(i32, String, String)>
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
 }
+
+/// Reads a reconnecting PTY's output until it holds `wanted`.
+async fn pty_shows(
+    pty: &mut codersdk::relay::PtyConnection,
+    wanted: &str,
+) -> anyhow::Result<String> {
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !seen.contains(wanted) {
+        let piece = tokio::time::timeout_at(deadline, pty.recv())
+            .await
+            .with_context(|| format!("the terminal never showed {wanted:?}: {seen:?}"))?
+            .with_context(|| format!("the terminal ended before {wanted:?}: {seen:?}"))??;
+        seen.push_str(&String::from_utf8_lossy(&piece));
+    }
+    Ok(seen)
+}
+
+/// The web terminal's backend through the real coderd and agent: a terminal whose client goes
+/// away keeps running, and re-attaching with the same id replays what it printed meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reconnecting_pty_replays_what_it_printed_while_detached() -> anyhow::Result<()> {
+    let Some((d, workspaces)) = local_process().await? else {
+        return Ok(());
+    };
+    let (_, agent, _reaper) = running_workspace(&d, &workspaces, "dev").await?;
+    let id = Uuid::new_v4();
+    let input = |data: &str| codersdk::agentsdk::PtyInput {
+        data: data.into(),
+        height: 0,
+        width: 0,
+    };
+
+    let mut first = d.owner.agent_pty(agent, id, 100, 30, "").await?;
+    first.send(&input("echo attached-$((20+1))\r")).await?;
+    pty_shows(&mut first, "attached-21").await?;
+    // Printed only after the client has gone.
+    first
+        .send(&input("sleep 2; echo meanwhile-$((6*7))\r"))
+        .await?;
+    drop(first);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let mut again = d.owner.agent_pty(agent, id, 100, 30, "").await?;
+    let replayed = pty_shows(&mut again, "meanwhile-42").await?;
+    assert!(replayed.contains("attached-21"), "{replayed:?}");
+    // The same shell, still live.
+    again.send(&input("echo live-$((3*3))\r")).await?;
+    pty_shows(&mut again, "live-9").await?;
+
+    // Another id is another terminal, with nothing to replay.
+    let mut other = d
+        .owner
+        .agent_pty(agent, Uuid::new_v4(), 100, 30, "")
+        .await?;
+    other.send(&input("echo fresh-$((1+1))\r")).await?;
+    let fresh = pty_shows(&mut other, "fresh-2").await?;
+    assert!(!fresh.contains("meanwhile-42"), "{fresh:?}");
+    Ok(())
+}

@@ -216,6 +216,54 @@ async fn openssh_reaches_the_workspace_through_config_ssh() -> anyhow::Result<()
     ]))?;
     assert_eq!((code, out.trim()), (0, "200"), "{err}");
 
+    // -A: this side's ssh-agent answers inside the workspace, through a socket of the session.
+    let auth_sock = home.path().join("agent.sock");
+    let _ssh_agent = Killed(
+        Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&auth_sock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    eventually(Duration::from_secs(10), "ssh-agent's socket", || async {
+        Ok(auth_sock.exists())
+    })
+    .await?;
+    let key = home.path().join("id_forwarded");
+    let (code, _, err) = output(
+        Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "forwarded-key", "-f"])
+            .arg(&key),
+    )?;
+    assert_eq!(code, 0, "ssh-keygen: {err}");
+    let (code, _, err) = output(
+        Command::new("ssh-add")
+            .env("SSH_AUTH_SOCK", &auth_sock)
+            .arg(&key),
+    )?;
+    assert_eq!(code, 0, "ssh-add: {err}");
+    let (code, out, err) = output(
+        openssh("ssh", home.path())
+            .env("SSH_AUTH_SOCK", &auth_sock)
+            .args(["-A", "coder.dev", "echo $SSH_AUTH_SOCK; ssh-add -L"]),
+    )?;
+    assert_eq!(code, 0, "ssh -A: {out}{err}");
+    let (remote_sock, keys) = out.split_once('\n').context("two lines")?;
+    assert!(keys.contains("forwarded-key"), "{out}");
+    assert!(
+        !remote_sock.is_empty() && Path::new(remote_sock) != auth_sock,
+        "the session has its own socket: {out}"
+    );
+    // Without -A the workspace sees no agent of this side.
+    let (_, out, _) = output(
+        openssh("ssh", home.path())
+            .env("SSH_AUTH_SOCK", &auth_sock)
+            .args(["-a", "coder.dev", "ssh-add -L || true"]),
+    )?;
+    assert!(!out.contains("forwarded-key"), "{out}");
+
     // An interactive terminal: a prompt, a command, and resizes seen by the shell.
     let tmux_socket = home.path().join("tmux.sock");
     let ssh_command = format!(
