@@ -10,8 +10,9 @@
 //! 3. While running, the daemon sends [`DaemonMessage::Update`] with new logs at least every
 //!    [`HEARTBEAT_INTERVAL`] (the update is the job's heartbeat); coderd may push
 //!    [`ServerMessage::Cancel`] at any time.
-//! 4. The daemon ends the job with [`DaemonMessage::Complete`] or [`DaemonMessage::Fail`] and
-//!    keeps resending it (after reconnects too) until coderd answers
+//! 4. The daemon ends the job with [`DaemonMessage::Complete`] or [`DaemonMessage::Fail`] — or,
+//!    stopping before the job changed anything, hands it back with [`DaemonMessage::Release`]
+//!    (1.1) — and keeps resending it (after reconnects too) until coderd answers
 //!    [`ServerMessage::Finished`] — sent only once the result is committed.
 //!
 //! Adding optional fields is backward compatible; anything else bumps [`PROTOCOL_VERSION`].
@@ -27,7 +28,7 @@ use uuid::Uuid;
 use crate::proto::{ExternalAuthProviderResource, Resource, RichParameter, TemplateFeatures};
 
 /// Major.minor; a daemon and coderd with different majors refuse each other.
-pub const PROTOCOL_VERSION: &str = "1.0";
+pub const PROTOCOL_VERSION: &str = "1.1";
 /// A running job's update (logs or not) is sent at least this often; it is the job's heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// Logs are flushed at least this often while a job runs.
@@ -73,6 +74,14 @@ pub enum DaemonMessage {
     Fail {
         job_id: Uuid,
         failure: JobFailure,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<JobLog>,
+    },
+    /// The daemon stops before the job changed anything (its shutdown grace ran out, or coderd
+    /// sent the job as it was stopping): back to the queue, for another daemon to run from the
+    /// start. `logs` are the lines of the attempt.
+    Release {
+        job_id: Uuid,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         logs: Vec<JobLog>,
     },

@@ -20,6 +20,11 @@ pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(15);
 /// Where the executor writes a job's output (the provisioner daemon's log buffer).
 pub trait JobLogs: Send + Sync {
     fn log(&self, level: LogLevel, stage: &str, output: &str);
+
+    /// Called once, just before a build starts changing infrastructure (`terraform apply`).
+    /// Until then a stopped job changed nothing and another daemon can run it from the start;
+    /// after, only this run's state knows what exists.
+    fn applying(&self) {}
 }
 
 /// How a daemon runs terraform.

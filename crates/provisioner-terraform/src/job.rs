@@ -255,6 +255,7 @@ impl Session<'_> {
         self.warn(PLAN, &planned.warnings);
 
         *applied = true;
+        self.runner.logs.applying();
         let apply = Command {
             args: vec![
                 "apply".into(),

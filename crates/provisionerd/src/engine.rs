@@ -1,6 +1,8 @@
 //! The interface between the runner and what actually provisions (echo, terraform).
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use codersdk::provisionerd::{AcquiredJob, JobFailure, JobResult};
 use futures::future::BoxFuture;
@@ -21,6 +23,24 @@ pub struct JobContext<'a> {
     /// grace ends. The engine should stop promptly and return a failure carrying whatever
     /// state it has.
     pub cancel: CancellationToken,
+    /// The engine marks here when it starts changing infrastructure.
+    pub progress: Progress,
+}
+
+/// Whether a job has started to change infrastructure, shared by its engine and the runner. A
+/// daemon that must stop before its job ends hands back a job that changed nothing yet —
+/// another daemon runs it from the start — and fails one that has, with the state it reached.
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Arc<AtomicBool>);
+
+impl Progress {
+    pub fn applying(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_applying(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 impl std::fmt::Debug for JobContext<'_> {

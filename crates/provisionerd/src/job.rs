@@ -9,7 +9,7 @@ use codersdk::provisionerd::{AcquiredJob, JobFailure, JobResult, LogLevel};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Engine, JobContext};
+use crate::engine::{Engine, JobContext, Progress};
 use crate::extract::{ArchiveLimits, extract};
 use crate::logs::LogSink;
 
@@ -26,6 +26,7 @@ pub(crate) struct JobSetup {
     pub limits: ArchiveLimits,
     pub logs: LogSink,
     pub cancel: CancellationToken,
+    pub progress: Progress,
 }
 
 pub(crate) fn spawn(job: AcquiredJob, setup: JobSetup) -> JoinHandle<Outcome> {
@@ -72,6 +73,7 @@ async fn execute(mut job: AcquiredJob, setup: JobSetup) -> Outcome {
         &setup.limits,
         &logs,
         setup.cancel,
+        setup.progress,
     )
     .await;
 
@@ -98,6 +100,7 @@ async fn run_in(
     limits: &ArchiveLimits,
     logs: &LogSink,
     cancel: CancellationToken,
+    progress: Progress,
 ) -> Outcome {
     let archive = std::mem::take(&mut job.template_source_archive);
     logs.daemon(
@@ -123,6 +126,7 @@ async fn run_in(
         workdir: &workdir,
         logs: logs.clone(),
         cancel,
+        progress,
     };
     engine.run(ctx).await
 }

@@ -17,7 +17,8 @@ use super::payload;
 use crate::pubsub::{Subscription, channels};
 use crate::state::AppState;
 use crate::store::{
-    BuildSchedule, Completion, DaemonRow, FinishOutcome, ImportResult, UpdateOutcome,
+    BuildSchedule, Completion, DaemonRow, FinishOutcome, ImportResult, ReleaseOutcome,
+    UpdateOutcome,
 };
 
 /// How often an idle daemon looks for work on its own, in case a notification was lost.
@@ -238,6 +239,50 @@ impl Session {
                     .fail_job(job_id, self.daemon.id, &failure, &logs)
                     .await;
                 self.finish(job_id, outcome).await
+            }
+            DaemonMessage::Release { job_id, logs } => self.requeue(job_id, &logs).await,
+        }
+    }
+
+    /// A daemon stopping before its job changed anything hands the job back; it waits for the
+    /// next matching daemon (a cancelled one ends as cancelled).
+    async fn requeue(&mut self, job_id: Uuid, logs: &[codersdk::provisionerd::JobLog]) -> bool {
+        match self
+            .state
+            .store
+            .release_job(job_id, self.daemon.id, logs)
+            .await
+        {
+            Ok(ReleaseOutcome::Requeued) => {
+                tracing::info!(job = %job_id, daemon = %self.daemon.name, "the daemon handed the job back; it is queued again");
+                metrics::counter!("coderd_provisioner_jobs_handed_back_total").increment(1);
+                self.release(job_id);
+                self.send(ServerMessage::Finished { job_id }).await
+            }
+            Ok(ReleaseOutcome::Canceled) => {
+                let failure = JobFailure {
+                    canceled: true,
+                    ..JobFailure::new("the job was canceled")
+                };
+                let outcome = self
+                    .state
+                    .store
+                    .fail_job(job_id, self.daemon.id, &failure, logs)
+                    .await;
+                self.finish(job_id, outcome).await
+            }
+            Ok(ReleaseOutcome::NotHeld) => {
+                self.release(job_id);
+                self.send(ServerMessage::JobGone {
+                    job_id,
+                    reason: "the job is no longer assigned to this daemon".into(),
+                })
+                .await
+            }
+            Err(e) => {
+                // Not acknowledged: the daemon resends the hand-back.
+                tracing::warn!(error = %e, job = %job_id, "handing a job back failed");
+                true
             }
         }
     }

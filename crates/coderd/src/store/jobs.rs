@@ -77,6 +77,17 @@ pub enum UpdateOutcome {
     Gone,
 }
 
+/// What became of a job its daemon handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    /// Pending again, at its old place in the queue.
+    Requeued,
+    /// Cancelled meanwhile: the caller ends it as cancelled instead.
+    Canceled,
+    /// Not this daemon's (any more).
+    NotHeld,
+}
+
 /// Inserts a job row and announces it, inside the caller's transaction.
 pub(crate) async fn insert_job(
     tx: &mut sqlx::PgConnection,
@@ -237,6 +248,62 @@ impl Store {
             Ok(UpdateOutcome::Accepted {
                 canceled: row.canceled,
             })
+        })
+        .await
+    }
+
+    /// Puts a job that `worker` holds back in the queue, untouched by the attempt but for its
+    /// log lines: the daemon stopped before the job changed anything. It keeps its creation
+    /// time, so it is the next job for a matching daemon, which the notification wakes.
+    pub async fn release_job(
+        &self,
+        job: Uuid,
+        worker: Uuid,
+        logs: &[JobLog],
+    ) -> Result<ReleaseOutcome> {
+        timed("release_job", async {
+            let mut tx = self.pool.begin().await?;
+            let Some(row) = sqlx::query!(
+                r#"SELECT organization_id, provisioner, tags_key, logs_length, logs_overflowed,
+                          canceled_at IS NOT NULL AS "canceled!"
+                   FROM provisioner_jobs
+                   WHERE id = $1 AND worker_id = $2 AND completed_at IS NULL
+                   FOR UPDATE"#,
+                job,
+                worker
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+            else {
+                return Ok(ReleaseOutcome::NotHeld);
+            };
+            if row.canceled {
+                return Ok(ReleaseOutcome::Canceled);
+            }
+            let (kept, bytes, overflowed) = fit_logs(logs, row.logs_length, row.logs_overflowed);
+            if !kept.is_empty() {
+                insert_logs(&mut tx, job, kept).await?;
+            }
+            sqlx::query!(
+                r#"UPDATE provisioner_jobs
+                   SET started_at = NULL, worker_id = NULL, updated_at = now(),
+                       logs_length = logs_length + $2, logs_overflowed = $3
+                   WHERE id = $1"#,
+                job,
+                bytes,
+                overflowed
+            )
+            .execute(&mut *tx)
+            .await?;
+            let posted = format!(
+                "{}:{}:{}:{}",
+                row.organization_id, job, row.provisioner, row.tags_key
+            );
+            notify(&mut tx, channels::JOB_POSTED, posted).await?;
+            notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
+            notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+            tx.commit().await?;
+            Ok(ReleaseOutcome::Requeued)
         })
         .await
     }

@@ -27,7 +27,9 @@ pub use agents::{
 pub use api_keys::{ApiKeyRow, NewApiKey};
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
-pub use jobs::{JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, UpdateOutcome};
+pub use jobs::{
+    JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, ReleaseOutcome, UpdateOutcome,
+};
 pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};

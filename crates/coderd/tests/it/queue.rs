@@ -502,3 +502,44 @@ async fn n_daemons_run_n_builds_at_once() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A daemon told to stop (`docker stop` of a provisioner container) whose grace runs out before
+/// its job changed anything hands the job back: it is pending again, and the next daemon runs
+/// it from the start instead of the build failing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let mut spec = DaemonSpec::new("leaving", session(&owner));
+    spec.shutdown_grace = Duration::from_millis(300);
+    let leaving = app.daemon(spec)?;
+    let slow = EchoTemplate {
+        import: Some(provisionerd::engines::echo::ImportStage {
+            delay_ms: 3_000,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let version = app.echo_version(&owner, "default", &slow, &[]).await?;
+    eventually(Duration::from_secs(10), "the import running", || async {
+        Ok(owner.template_version(version.id).await?.job.status == ProvisionerJobStatus::Running)
+    })
+    .await?;
+
+    assert!(leaving.stop().await?.is_ok(), "the daemon exits cleanly");
+    let job = owner.template_version(version.id).await?.job;
+    assert_eq!(job.status, ProvisionerJobStatus::Pending, "{}", job.error);
+    assert_eq!(job.worker_id, None);
+
+    let _next = app.daemon(DaemonSpec::new("next", session(&owner)))?;
+    let job = wait_job(|| async { Ok(owner.template_version(version.id).await?.job) }).await?;
+    assert_eq!(job.status, ProvisionerJobStatus::Succeeded, "{}", job.error);
+    assert_eq!(job.worker_name, "next");
+    let logs = owner.template_version_logs(version.id).await?;
+    assert!(
+        logs.iter()
+            .any(|l| l.output.contains("handing the job back to the queue")),
+        "the attempt's lines stay in the job's log"
+    );
+    Ok(())
+}

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use provisioner_terraform::{JobLogs, Terraform, version::Version};
 pub use provisioner_terraform::{Settings, SetupError};
 
-use crate::engine::{Engine, JobContext};
+use crate::engine::{Engine, JobContext, Progress};
 use crate::logs::LogSink;
 
 /// The provisioner type the terraform engine is registered under.
@@ -41,16 +41,31 @@ impl TerraformEngine {
 impl Engine for TerraformEngine {
     fn run<'a>(&'a self, ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
         Box::pin(async move {
+            let reporter = Reporter {
+                logs: &ctx.logs,
+                progress: &ctx.progress,
+            };
             self.terraform
-                .run(ctx.job, ctx.workdir, &ctx.logs, &ctx.cancel)
+                .run(ctx.job, ctx.workdir, &reporter, &ctx.cancel)
                 .await
         })
     }
 }
 
-impl JobLogs for LogSink {
+/// What terraform reports, into the job's logs and progress.
+struct Reporter<'a> {
+    logs: &'a LogSink,
+    progress: &'a Progress,
+}
+
+impl JobLogs for Reporter<'_> {
     fn log(&self, level: LogLevel, stage: &str, output: &str) {
-        self.write(LogSource::Provisioner, level, stage, output);
+        self.logs
+            .write(LogSource::Provisioner, level, stage, output);
+    }
+
+    fn applying(&self) {
+        self.progress.applying();
     }
 }
 
@@ -61,7 +76,20 @@ mod tests {
     #[test]
     fn engine_lines_are_the_provisioners() {
         let sink = LogSink::new();
-        JobLogs::log(&sink, LogLevel::Warn, "Planning infrastructure", "careful");
+        let progress = Progress::default();
+        let reporter = Reporter {
+            logs: &sink,
+            progress: &progress,
+        };
+        JobLogs::log(
+            &reporter,
+            LogLevel::Warn,
+            "Planning infrastructure",
+            "careful",
+        );
+        assert!(!progress.is_applying());
+        reporter.applying();
+        assert!(progress.is_applying());
         let lines = sink.take();
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].source, LogSource::Provisioner);

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::cadence::Cadence;
+use crate::engine::Progress;
 use crate::job::Outcome;
 use crate::logs::LogSink;
 
@@ -25,11 +26,14 @@ pub(super) enum StopReason {
     ShuttingDown,
     /// Told to stop now (a second signal), grace or not.
     StopNow,
+    /// The shutdown grace ran out before the job changed anything: it goes back to the queue.
+    HandingBack,
 }
 
 pub(super) struct HeldJob {
     pub(super) id: Uuid,
     pub(super) logs: LogSink,
+    pub(super) progress: Progress,
     pub(super) cadence: Cadence,
     pub(super) phase: Phase,
 }
@@ -58,12 +62,14 @@ impl HeldJob {
         id: Uuid,
         logs: LogSink,
         cancel: CancellationToken,
+        progress: Progress,
         task: JoinHandle<Outcome>,
         now: Instant,
     ) -> Self {
         Self {
             id,
             logs,
+            progress,
             cadence: Cadence::new(now),
             phase: Phase::Running {
                 task,
@@ -74,16 +80,16 @@ impl HeldJob {
         }
     }
 
-    /// A job failed without running (coderd sent it while the daemon was shutting down).
-    pub(super) fn refused(id: Uuid, error: &str, now: Instant) -> Self {
+    /// A job handed back without running (coderd sent it while the daemon was shutting down).
+    pub(super) fn handed_back(id: Uuid, now: Instant) -> Self {
         Self {
             id,
             logs: LogSink::new(),
+            progress: Progress::default(),
             cadence: Cadence::new(now),
             phase: Phase::Done {
-                message: DaemonMessage::Fail {
+                message: DaemonMessage::Release {
                     job_id: id,
-                    failure: JobFailure::new(error),
                     logs: Vec::new(),
                 },
                 sent: false,
@@ -130,6 +136,11 @@ impl HeldJob {
                 "Shutting down",
                 "The provisioner daemon was told to stop now; stopping the provisioner",
             ),
+            StopReason::HandingBack => (
+                "Shutting down",
+                "The provisioner daemon is shutting down and the job ran out of time before it \
+                 changed anything; stopping the provisioner and handing the job back to the queue",
+            ),
         };
         self.logs.daemon(LogLevel::Warn, stage, output);
         *stop = Some(reason);
@@ -161,6 +172,9 @@ impl HeldJob {
             DaemonMessage::Complete { .. } => tracing::info!(job_id = %self.id, "job completed"),
             DaemonMessage::Fail { failure, .. } => {
                 tracing::info!(job_id = %self.id, error = %failure.error, canceled = failure.canceled, "job failed")
+            }
+            DaemonMessage::Release { .. } => {
+                tracing::info!(job_id = %self.id, "job handed back to coderd's queue")
             }
             _ => {}
         }
@@ -203,8 +217,9 @@ impl HeldJob {
                 };
                 // Kept in the message: a resend after a reconnect carries them again. (A done
                 // job's message is always its result.)
-                if let DaemonMessage::Complete { logs, .. } | DaemonMessage::Fail { logs, .. } =
-                    message
+                if let DaemonMessage::Complete { logs, .. }
+                | DaemonMessage::Fail { logs, .. }
+                | DaemonMessage::Release { logs, .. } = message
                     && !self.logs.is_empty()
                 {
                     logs.extend(self.logs.take());
@@ -283,6 +298,12 @@ pub(super) fn result_message(
             "the provisioner engine did not stop in time and was aborted"
         }))
     });
+    if stop == Some(StopReason::HandingBack) && outcome.is_err() {
+        return DaemonMessage::Release {
+            job_id,
+            logs: Vec::new(),
+        };
+    }
     let mut failure = match outcome {
         // A job that completed despite a cancel or shutdown is still complete.
         Ok(result) => {
@@ -296,7 +317,7 @@ pub(super) fn result_message(
     };
     match stop {
         Some(StopReason::Canceled) => failure.canceled = true,
-        Some(StopReason::ShuttingDown | StopReason::StopNow) => {
+        Some(StopReason::ShuttingDown | StopReason::StopNow | StopReason::HandingBack) => {
             failure.error = SHUTTING_DOWN.into()
         }
         None => {}
@@ -385,6 +406,29 @@ mod tests {
         assert!(failure.state.is_some());
     }
 
+    #[test]
+    fn a_job_stopped_before_it_changed_anything_is_handed_back() {
+        let message = result_message(
+            Uuid::nil(),
+            Ok(Err(JobFailure::new("interrupted"))),
+            Some(StopReason::HandingBack),
+        );
+        assert!(
+            matches!(message, DaemonMessage::Release { .. }),
+            "{message:?}"
+        );
+        // One that finished anyway is complete.
+        let message = result_message(
+            Uuid::nil(),
+            Ok(Ok(build_result())),
+            Some(StopReason::HandingBack),
+        );
+        assert!(
+            matches!(message, DaemonMessage::Complete { .. }),
+            "{message:?}"
+        );
+    }
+
     #[tokio::test]
     async fn crashed_and_aborted_engines_fail_the_job() {
         let crashed = tokio::spawn(async { panic!("engine bug") }).await;
@@ -398,20 +442,22 @@ mod tests {
         assert!(failure_of(&message).error.contains("aborted"));
     }
 
-    fn fail_logs(message: Option<DaemonMessage>) -> Vec<String> {
+    fn result_logs(message: Option<DaemonMessage>) -> Vec<String> {
         match message {
-            Some(DaemonMessage::Fail { logs, .. }) => logs.into_iter().map(|l| l.output).collect(),
-            other => panic!("expected a failure, got {other:?}"),
+            Some(DaemonMessage::Release { logs, .. }) => {
+                logs.into_iter().map(|l| l.output).collect()
+            }
+            other => panic!("expected a hand-back, got {other:?}"),
         }
     }
 
     #[tokio::test]
     async fn done_jobs_send_their_last_logs_with_the_result_on_every_resend() {
         let (tx, mut rx) = mpsc::channel(8);
-        let mut job = HeldJob::refused(Uuid::nil(), "nope", Instant::now());
+        let mut job = HeldJob::handed_back(Uuid::nil(), Instant::now());
         job.logs.log(LogLevel::Info, "s", "last words");
         job.sync(&tx, Instant::now()).expect("open");
-        assert_eq!(fail_logs(rx.recv().await), ["last words"]);
+        assert_eq!(result_logs(rx.recv().await), ["last words"]);
         job.sync(&tx, Instant::now()).expect("open");
         assert!(
             rx.try_recv().is_err(),
@@ -420,7 +466,7 @@ mod tests {
         job.reconnected();
         job.sync(&tx, Instant::now()).expect("open");
         assert_eq!(
-            fail_logs(rx.recv().await),
+            result_logs(rx.recv().await),
             ["last words"],
             "a resend must not lose the lines the lost send carried"
         );
@@ -432,7 +478,7 @@ mod tests {
     #[tokio::test]
     async fn a_backlog_bigger_than_a_frame_goes_ahead_in_updates() {
         let (tx, mut rx) = mpsc::channel(8);
-        let mut job = HeldJob::refused(Uuid::nil(), "nope", Instant::now());
+        let mut job = HeldJob::handed_back(Uuid::nil(), Instant::now());
         let line = "x".repeat(64 << 10);
         for _ in 0..24 {
             job.logs.log(LogLevel::Info, "s", line.clone());
@@ -442,7 +488,7 @@ mod tests {
         loop {
             match rx.recv().await {
                 Some(DaemonMessage::Update { logs, .. }) => lines += logs.len(),
-                Some(DaemonMessage::Fail { logs, .. }) => {
+                Some(DaemonMessage::Release { logs, .. }) => {
                     lines += logs.len();
                     let bytes: usize = logs.iter().map(|l| l.output.len()).sum();
                     assert!(bytes <= MAX_UPDATE_BYTES, "{bytes} bytes in the result");
@@ -458,7 +504,7 @@ mod tests {
     async fn a_full_channel_holds_the_result_back_without_losing_lines() {
         let (tx, mut rx) = mpsc::channel(1);
         tx.try_send(DaemonMessage::Ready).expect("room");
-        let mut job = HeldJob::refused(Uuid::nil(), "nope", Instant::now());
+        let mut job = HeldJob::handed_back(Uuid::nil(), Instant::now());
         job.logs.log(LogLevel::Info, "s", "kept");
         job.sync(&tx, Instant::now()).expect("open");
         assert!(matches!(rx.recv().await, Some(DaemonMessage::Ready)));
@@ -467,6 +513,6 @@ mod tests {
             "nothing fit while the channel was full"
         );
         job.sync(&tx, Instant::now()).expect("open");
-        assert_eq!(fail_logs(rx.recv().await), ["kept"]);
+        assert_eq!(result_logs(rx.recv().await), ["kept"]);
     }
 }

@@ -21,10 +21,11 @@ use tokio::task::JoinError;
 use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use self::held::{HeldJob, Phase, SHUTTING_DOWN, StopReason, send};
+use self::held::{HeldJob, Phase, StopReason, send};
 use crate::backoff::{Backoff, MAX_DELAY, MAX_DELAY_WITH_JOB};
 use crate::config::DaemonConfig;
 use crate::connection::{ConnectError, Connection, Connector};
+use crate::engine::Progress;
 use crate::error::DaemonError;
 use crate::job::{self, JobSetup, Outcome};
 use crate::logs::LogSink;
@@ -307,13 +308,14 @@ impl<'c, C: Connector> Daemon<'c, C> {
             }
         }
         if self.stopping_since.is_some() {
-            tracing::warn!(%job_id, "coderd sent a job during shutdown; failing it");
-            self.job = Some(HeldJob::refused(job_id, SHUTTING_DOWN, now));
+            tracing::warn!(%job_id, "coderd sent a job during shutdown; handing it back");
+            self.job = Some(HeldJob::handed_back(job_id, now));
             return;
         }
         tracing::info!(%job_id, provisioner = %job.provisioner, "running a job");
         let logs = LogSink::new();
         let cancel = CancellationToken::new();
+        let progress = Progress::default();
         let setup = JobSetup {
             engine: self.config.engines.get(&job.provisioner).cloned(),
             advertised: self.config.engines.keys().cloned().collect(),
@@ -321,9 +323,10 @@ impl<'c, C: Connector> Daemon<'c, C> {
             limits: self.config.archive_limits,
             logs: logs.clone(),
             cancel: cancel.clone(),
+            progress: progress.clone(),
         };
         let task = job::spawn(job, setup);
-        self.job = Some(HeldJob::running(job_id, logs, cancel, task, now));
+        self.job = Some(HeldJob::running(job_id, logs, cancel, progress, task, now));
     }
 
     fn on_shutdown(&mut self, now: Instant) {
@@ -362,7 +365,12 @@ impl<'c, C: Connector> Daemon<'c, C> {
         };
         job.abort_overdue(now);
         if grace_end.is_some_and(|end| now >= end) {
-            job.stop(StopReason::ShuttingDown, now + self.config.cancel_timeout);
+            let reason = if job.progress.is_applying() {
+                StopReason::ShuttingDown
+            } else {
+                StopReason::HandingBack
+            };
+            job.stop(reason, now + self.config.cancel_timeout);
         }
         if ack_end.is_some_and(|end| now >= end) {
             tracing::warn!(
@@ -455,8 +463,8 @@ impl<'c, C: Connector> Daemon<'c, C> {
         let Some(job_id) = refused else {
             return true;
         };
-        tracing::warn!(%job_id, "coderd sent a job during shutdown; failing it");
-        self.job = Some(HeldJob::refused(job_id, SHUTTING_DOWN, Instant::now()));
+        tracing::warn!(%job_id, "coderd sent a job during shutdown; handing it back");
+        self.job = Some(HeldJob::handed_back(job_id, Instant::now()));
         self.sync();
         false
     }

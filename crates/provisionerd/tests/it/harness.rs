@@ -238,6 +238,13 @@ impl Peer {
                         },
                     ));
                 }
+                DaemonMessage::Release {
+                    job_id: id,
+                    logs: last,
+                } if id == job_id => {
+                    logs.extend(last.iter().cloned());
+                    return Ok((logs, DaemonMessage::Release { job_id, logs: last }));
+                }
                 other => bail!("unexpected message while job {job_id} runs: {other:?}"),
             }
         }

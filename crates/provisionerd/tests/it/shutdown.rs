@@ -108,7 +108,9 @@ async fn an_engine_ignoring_cancellation_is_aborted() -> anyhow::Result<()> {
 
     struct Stubborn;
     impl Engine for Stubborn {
-        fn run<'a>(&'a self, _ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
+        fn run<'a>(&'a self, ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
+            // Past the point where the job could be handed back: it must be failed.
+            ctx.progress.applying();
             Box::pin(std::future::pending())
         }
     }

@@ -277,6 +277,8 @@ async fn build(
         delay_ms: stage.delay_ms,
         hang: stage.hang,
     };
+    // An echo build stands for an apply from its first line: stopped, it returns its state.
+    ctx.progress.applying();
     if script.perform(sink, &ctx.cancel).await.is_err() {
         // Like an interrupted apply, the build may have changed things: return its state.
         return Err(JobFailure {

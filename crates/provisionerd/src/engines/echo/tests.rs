@@ -85,6 +85,7 @@ async fn run_with(
         workdir: dir.path(),
         logs: logs.clone(),
         cancel,
+        progress: crate::engine::Progress::default(),
     };
     let outcome = EchoEngine.run(ctx).await;
     Run {
