@@ -52,6 +52,14 @@ const ERRORS: &[GenericError] = &[
         "No session token, or an invalid or expired one.",
         |s| s.authenticated,
     ),
+    // Authorisation runs on every authenticated operation: a member asking for what only an
+    // admin may do (list provisioner keys, suspend a user, edit a template) gets 403.
+    (
+        "403",
+        "Forbidden",
+        "The caller is signed in but may not do this.",
+        |s| s.authenticated,
+    ),
     (
         "404",
         "NotFound",

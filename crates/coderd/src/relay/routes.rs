@@ -44,11 +44,15 @@ async fn authorize(state: &AppState, auth: &Auth, agent: Uuid) -> ApiResult<Uuid
     Ok(target.workspace.id)
 }
 
-/// Opens the stream, turning a failure into the answer the client sees.
+/// Opens the stream, turning a failure into the answer the client sees. `not_connected` is the
+/// status for an agent with no connection: the streams answer 502 (clients such as `coder ssh`
+/// retry on it while a workspace starts); listing ports answers 400, as Coder's does, since the
+/// request asks about a state the agent is not in.
 async fn open_for(
     state: &AppState,
     agent: Uuid,
     header: &StreamHeader,
+    not_connected: StatusCode,
 ) -> ApiResult<(StreamHandle, tokio::sync::watch::Receiver<bool>)> {
     let kind = kind(header);
     let failed = |reason: &'static str| {
@@ -62,7 +66,7 @@ async fn open_for(
             let row = state.store.agent_by_id(agent).await?;
             let status = crate::domain::render::agent_status(&row);
             Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
+                not_connected,
                 "The workspace agent is not connected.",
             )
             .with_detail(format!(
@@ -174,7 +178,7 @@ pub(crate) async fn connect(
     };
     let ws = need_upgrade(ws)?;
     let workspace = authorize(&state, &auth, id).await?;
-    let opened = open_for(&state, id, &header).await?;
+    let opened = open_for(&state, id, &header, StatusCode::BAD_GATEWAY).await?;
     Ok(splice(state, ws, opened, workspace, &header, Inbound::Raw))
 }
 
@@ -219,7 +223,7 @@ pub(crate) async fn pty(
     };
     let ws = need_upgrade(ws)?;
     let workspace = authorize(&state, &auth, id).await?;
-    let opened = open_for(&state, id, &header).await?;
+    let opened = open_for(&state, id, &header, StatusCode::BAD_GATEWAY).await?;
     Ok(splice(state, ws, opened, workspace, &header, Inbound::Pty))
 }
 
@@ -228,7 +232,8 @@ pub(crate) async fn pty(
 #[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/listening-ports", tag = "Agents",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = ListeningPorts),
-              (status = 502, body = codersdk::Response, description = "the agent is not connected")))]
+              (status = 400, body = codersdk::Response, description = "the agent is not connected"),
+              (status = 502, body = codersdk::Response, description = "the agent did not answer, or answered wrongly")))]
 pub(crate) async fn listening_ports(
     State(state): State<AppState>,
     auth: Auth,
@@ -236,7 +241,7 @@ pub(crate) async fn listening_ports(
 ) -> ApiResult<Json<ListeningPorts>> {
     authorize(&state, &auth, id).await?;
     let header = StreamHeader::ListeningPorts;
-    let (mut stream, _) = open_for(&state, id, &header).await?;
+    let (mut stream, _) = open_for(&state, id, &header, StatusCode::BAD_REQUEST).await?;
     let answer = tokio::time::timeout(super::OPEN_TIMEOUT, read_frame(&mut stream)).await;
     match answer {
         Ok(Ok(Some(ports))) => Ok(Json(ports)),

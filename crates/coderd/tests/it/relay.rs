@@ -167,11 +167,9 @@ async fn write_then_read(
     Ok(back)
 }
 
-fn api_status(
-    result: Result<codersdk::relay::RelayStream, codersdk::ClientError>,
-) -> (u16, String) {
+fn api_status<T>(result: Result<T, codersdk::ClientError>) -> (u16, String) {
     match result {
-        Ok(_) => (0, "the stream opened".into()),
+        Ok(_) => (0, "the request succeeded".into()),
         Err(e) => (e.status().unwrap_or(0), e.to_string()),
     }
 }
@@ -190,6 +188,10 @@ async fn tcp_streams_reach_workspace_ports_with_back_pressure_and_half_close() -
     assert_eq!(status, 502, "{message}");
     assert!(message.contains("not connected"), "{message}");
     assert!(message.contains("connecting"), "{message}");
+    // Listing its ports is a question about a state the agent is not in: 400, as Coder answers.
+    let (status, message) = api_status(owner.listening_ports(agent).await);
+    assert_eq!(status, 400, "{message}");
+    assert!(message.contains("not connected"), "{message}");
 
     let test_agent = TestAgent::connect(&app, &token).await?;
     eventually(Duration::from_secs(10), "the agent connected", || async {
