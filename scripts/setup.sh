@@ -94,6 +94,25 @@ if [ "${1:-}" = "--tests" ]; then
   fi
 fi
 
+# The API fuzzing test (crates/cli/tests/it/fuzz.rs) runs schemathesis, pinned, from a
+# virtualenv outside the repository where the test looks.
+if [ "${1:-}" = "--tests" ]; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    echo "setup: installing Debian packages for the API fuzzing test: python3-venv" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+  fi
+  st_venv="${CODER_TEST_SCHEMATHESIS_VENV:-$HOME/.cache/coder-rs/schemathesis-venv}"
+  st_version="4.32.5"
+  if [ "$("$st_venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $st_version" ]; then
+    echo "setup: installing schemathesis==$st_version into $st_venv" >&2
+    python3 -m venv "$st_venv"
+    "$st_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$st_version" >/dev/null
+  fi
+fi
+
 # The relay's benchmarks (scripts/bench.sh) drive the OpenSSH client and hold OpenSSH's sshd
 # on loopback as a baseline; the bench starts its own sshd on a free port, never the system's.
 if [ "${1:-}" = "--bench" ]; then

@@ -262,7 +262,12 @@ impl Deployment {
     }
 
     pub fn ok(&self, args: &[&str]) -> anyhow::Result<String> {
-        let out = self.run(args)?;
+        self.ok_as(&self.token, args)
+    }
+
+    /// Runs as `token`'s user and fails with both streams when the command fails.
+    pub fn ok_as(&self, token: &str, args: &[&str]) -> anyhow::Result<String> {
+        let out = self.coder(token).args(args).output()?;
         anyhow::ensure!(
             out.status.success(),
             "coder {args:?} failed:\n{}\n{}",

@@ -3,6 +3,7 @@
 mod agent;
 mod cli;
 mod container;
+mod fuzz;
 mod harness;
 mod provisioning;
 mod relay;
