@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Local};
-use codersdk::agentsdk::ManifestScript;
+use codersdk::agentsdk::{ManifestScript, ScriptStage};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use tokio_util::sync::CancellationToken;
@@ -70,7 +70,7 @@ pub(crate) async fn run_on_schedule(
             () = cancel.cancelled() => return,
             () = tokio::time::sleep(wait) => {}
         }
-        runner.run(script, cancel).await;
+        runner.run(script, ScriptStage::Cron, cancel).await;
     }
 }
 

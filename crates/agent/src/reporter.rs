@@ -1,5 +1,5 @@
 //! What the agent owes coderd, kept across reconnects: lifecycle changes (in order), script logs
-//! (in order per log source) and the latest metadata values. Producers queue; one flusher per
+//! (in order per log source), script timings and the latest metadata values. Producers queue; one flusher per
 //! connection sends, and removes an item only once coderd has acknowledged it.
 //!
 //! Each pass sends logs before lifecycle changes, so that a client following the startup logs
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use codersdk::agentsdk::{
     AgentLog, LifecycleChange, LogBatch, MAX_AGENT_LOGS_BYTES, MetadataValue, Request, Response,
+    ScriptTiming,
 };
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -45,6 +46,7 @@ struct Inner {
 #[derive(Default)]
 struct Queues {
     lifecycle: Vec<LifecycleChange>,
+    script_timings: Vec<ScriptTiming>,
     logs: BTreeMap<Uuid, VecDeque<AgentLog>>,
     log_lines: usize,
     log_bytes: usize,
@@ -78,6 +80,11 @@ impl Reporter {
 
     pub(crate) fn push_lifecycle(&self, change: LifecycleChange) {
         self.queues().lifecycle.push(change);
+        self.inner.wake.notify_one();
+    }
+
+    pub(crate) fn push_script_timing(&self, timing: ScriptTiming) {
+        self.queues().script_timings.push(timing);
         self.inner.wake.notify_one();
     }
 
@@ -116,7 +123,7 @@ impl Reporter {
     /// Nothing owed but metadata (which is superseded anyway).
     pub(crate) fn is_idle(&self) -> bool {
         let q = self.queues();
-        q.lifecycle.is_empty() && q.log_lines == 0
+        q.lifecycle.is_empty() && q.log_lines == 0 && q.script_timings.is_empty()
     }
 
     /// Waits until lifecycle changes and logs are all delivered; false if `timeout` ran out.
@@ -182,6 +189,20 @@ impl Reporter {
                 }
                 Err(transport) => return Err(transport),
             }
+        }
+
+        // Before the lifecycle: once `ready` is reported the start's timeline is complete.
+        let timings = self.queues().script_timings.clone();
+        if !timings.is_empty() {
+            let sent = timings.len();
+            match rpc::call(rpc, Request::ScriptsCompleted { timings }).await {
+                Ok(_) => {}
+                Err(CallError::Refused(message)) => {
+                    tracing::warn!(%message, "coderd refused script timings; dropping them");
+                }
+                Err(transport) => return Err(transport),
+            }
+            self.queues().script_timings.drain(..sent);
         }
 
         let changes = self.queues().lifecycle.clone();

@@ -6,7 +6,7 @@ use std::future::pending;
 use std::path::Path;
 use std::sync::Arc;
 
-use codersdk::agentsdk::{LifecycleState, ManifestScript};
+use codersdk::agentsdk::{LifecycleState, ManifestScript, ScriptStage};
 use futures::future::join_all;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -127,7 +127,7 @@ impl Workspace {
         // save the user's work.
         let outcomes = self
             .runner
-            .run_ordered(&stop, &CancellationToken::new())
+            .run_ordered(&stop, ScriptStage::Stop, &CancellationToken::new())
             .await;
         after_stop(&outcomes)
     }
@@ -140,7 +140,9 @@ async fn run_start_then_cron(
     cancel: CancellationToken,
 ) {
     let start: Vec<&ManifestScript> = scripts.iter().filter(|s| s.run_on_start).collect();
-    let outcomes = runner.run_ordered(&start, &cancel).await;
+    let outcomes = runner
+        .run_ordered(&start, ScriptStage::Start, &cancel)
+        .await;
     if cancel.is_cancelled() {
         // Shutting down: the next state is shutting_down, whatever the scripts did.
         return;

@@ -17,6 +17,12 @@ pub async fn wait_ready(client: &Client, build: Uuid) -> anyhow::Result<()> {
     for agent in agents {
         wait_agent(client, agent).await?;
     }
+    // The agents report their scripts' runs before `ready`: the timeline is complete now.
+    let timings = client.workspace_build_timings(build.id).await?;
+    println!("==> Timeline");
+    for line in crate::timings::lines(&timings) {
+        println!("  {line}");
+    }
     Ok(())
 }
 

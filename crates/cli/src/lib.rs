@@ -12,6 +12,7 @@ mod prompt;
 mod reach;
 mod schedule;
 mod sshclient;
+mod timings;
 
 use std::path::PathBuf;
 

@@ -60,6 +60,49 @@ impl std::str::FromStr for WorkspaceStatus {
     }
 }
 
+/// Where a build's time went (Coder's `WorkspaceBuildTimings`): the provisioner's stages
+/// (`init`, `plan`, `graph`, `apply`) per resource, the runs of the agents' scripts (`start`,
+/// `stop`, `cron`) and each agent's first connection (`connect`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceBuildTimings {
+    pub provisioner_timings: Vec<ProvisionerTiming>,
+    pub agent_script_timings: Vec<AgentScriptTiming>,
+    pub agent_connection_timings: Vec<AgentConnectionTiming>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProvisionerTiming {
+    pub job_id: Uuid,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    pub stage: String,
+    pub source: String,
+    pub action: String,
+    pub resource: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AgentScriptTiming {
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    pub exit_code: i32,
+    pub stage: String,
+    /// `ok`, `exit_failure`, `timed_out` or `pipes_left_open`.
+    pub status: String,
+    pub display_name: String,
+    pub workspace_agent_id: Uuid,
+    pub workspace_agent_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AgentConnectionTiming {
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    pub stage: String,
+    pub workspace_agent_id: Uuid,
+    pub workspace_agent_name: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct WorkspaceBuildParameter {
     pub name: String,
@@ -465,6 +508,14 @@ impl crate::Client {
 
     pub async fn workspace_build(&self, id: Uuid) -> Result<WorkspaceBuild, crate::ClientError> {
         self.get(&format!("/api/v2/workspacebuilds/{id}")).await
+    }
+
+    pub async fn workspace_build_timings(
+        &self,
+        id: Uuid,
+    ) -> Result<WorkspaceBuildTimings, crate::ClientError> {
+        self.get(&format!("/api/v2/workspacebuilds/{id}/timings"))
+            .await
     }
 
     pub async fn workspace_build_logs(

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use codersdk::agentsdk::ManifestScript;
+use codersdk::agentsdk::{ManifestScript, ScriptStage, ScriptStatus, ScriptTiming};
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::expand_vars;
@@ -51,8 +51,14 @@ pub(crate) struct ScriptRunner {
 }
 
 impl ScriptRunner {
-    /// Runs one script to its end (or until `cancel`), logging how it went.
-    pub(crate) async fn run(&self, script: &ManifestScript, cancel: &CancellationToken) -> Outcome {
+    /// Runs one script to its end (or until `cancel`), logging how it went and reporting the
+    /// run for the build's timeline.
+    pub(crate) async fn run(
+        &self,
+        script: &ManifestScript,
+        stage: ScriptStage,
+        cancel: &CancellationToken,
+    ) -> Outcome {
         let name = display_name(script);
         let log_path = log_path(script, &self.log_dir, self.home.as_deref(), &self.shell.env);
         let data_dir = self.data_dir.join(script.log_source_id.to_string());
@@ -77,7 +83,8 @@ impl ScriptRunner {
             ScriptOutput::open(&log_path, self.reporter.clone(), script.log_source_id).await;
         tracing::info!(script = %name, log_path = %log_path.display(), "running script");
         let started = Instant::now();
-        let outcome = runner::run(
+        let started_at = chrono::Utc::now();
+        let (outcome, exit_code) = runner::run(
             &self.shell,
             &script.script,
             &extra_env,
@@ -93,6 +100,16 @@ impl ScriptRunner {
         } else {
             tracing::warn!(script = %name, took, ?outcome, "script did not succeed");
         }
+        if let Some(status) = timing_status(outcome) {
+            self.reporter.push_script_timing(ScriptTiming {
+                script_id: script.id,
+                started_at,
+                ended_at: chrono::Utc::now(),
+                exit_code,
+                stage,
+                status,
+            });
+        }
         outcome
     }
 
@@ -104,6 +121,17 @@ impl ScriptRunner {
             .await
             .note(level, message)
             .await;
+    }
+}
+
+/// A run's status as Coder's timeline names it; a skipped script did not run.
+fn timing_status(outcome: Outcome) -> Option<ScriptStatus> {
+    match outcome {
+        Outcome::Succeeded => Some(ScriptStatus::Ok),
+        Outcome::Failed | Outcome::Interrupted => Some(ScriptStatus::ExitFailure),
+        Outcome::TimedOut => Some(ScriptStatus::TimedOut),
+        Outcome::PipesHeldOpen => Some(ScriptStatus::PipesLeftOpen),
+        Outcome::Skipped => None,
     }
 }
 

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use codersdk::agentsdk::ManifestScript;
+use codersdk::agentsdk::{ManifestScript, ScriptStage};
 use codersdk::proto::ScriptRequirement;
 use futures::future::join_all;
 use tokio::sync::watch;
@@ -107,6 +107,7 @@ impl ScriptRunner {
     pub(crate) async fn run_ordered(
         &self,
         scripts: &[&ManifestScript],
+        stage: ScriptStage,
         cancel: &CancellationToken,
     ) -> Vec<Outcome> {
         let prerequisites = prerequisites(scripts);
@@ -125,7 +126,7 @@ impl ScriptRunner {
                     self.note(script, "error", message).await;
                     Outcome::Skipped
                 } else {
-                    self.wait_then_run(scripts, script, prereqs, receivers, cancel)
+                    self.wait_then_run(scripts, script, prereqs, receivers, stage, cancel)
                         .await
                 };
                 let _ = sender.send(Some(outcome));
@@ -141,10 +142,11 @@ impl ScriptRunner {
         script: &ManifestScript,
         prereqs: &[(Prerequisite, ScriptRequirement)],
         receivers: &[watch::Receiver<Option<Outcome>>],
+        stage: ScriptStage,
         cancel: &CancellationToken,
     ) -> Outcome {
         if prereqs.is_empty() {
-            return self.run(script, cancel).await;
+            return self.run(script, stage, cancel).await;
         }
         let name = |p: &Prerequisite| match p {
             Prerequisite::Script(i) => {
@@ -186,7 +188,7 @@ impl ScriptRunner {
             self.note(script, "warn", &message).await;
             return Outcome::Skipped;
         }
-        self.run(script, cancel).await
+        self.run(script, stage, cancel).await
     }
 }
 

@@ -57,7 +57,7 @@ pub(crate) async fn run(
     output: &ScriptOutput,
     graces: Graces,
     cancel: &CancellationToken,
-) -> Outcome {
+) -> (Outcome, i32) {
     let mut child = match shell.spawn(script, extra_env) {
         Ok(child) => child,
         Err(error) => {
@@ -67,7 +67,7 @@ pub(crate) async fn run(
                 shell.dir.display()
             );
             output.note("error", &message).await;
-            return Outcome::Failed;
+            return (Outcome::Failed, -1);
         }
     };
     let pid = child.id();
@@ -124,7 +124,7 @@ pub(crate) async fn run(
                 .wait_until(tokio::time::Instant::now() + graces.pipes)
                 .await;
             pumps.abandon();
-            return match reason {
+            let outcome = match reason {
                 Stop::TimedOut(limit) => {
                     let message = format!(
                         "the script timed out after {}s and was stopped",
@@ -140,6 +140,7 @@ pub(crate) async fn run(
                     Outcome::Interrupted
                 }
             };
+            return (outcome, -1);
         }
     };
 
@@ -148,7 +149,8 @@ pub(crate) async fn run(
         .await;
     // Dropping our ends makes the holder's next write fail instead of blocking forever.
     pumps.abandon();
-    match status {
+    let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(-1);
+    let outcome = match status {
         Ok(status) if !status.success() => {
             output
                 .note(
@@ -175,5 +177,6 @@ pub(crate) async fn run(
                 .await;
             Outcome::Failed
         }
-    }
+    };
+    (outcome, code)
 }

@@ -82,7 +82,10 @@ async fn output_goes_to_coderd_by_stream_and_to_the_log_file() -> anyhow::Result
         "echo out; echo err >&2; printf 'no newline'; test -d \"$CODER_SCRIPT_DATA_DIR\" && echo data-dir-ok",
         0,
     );
-    let outcome = f.runner.run(&s, &CancellationToken::new()).await;
+    let outcome = f
+        .runner
+        .run(&s, ScriptStage::Start, &CancellationToken::new())
+        .await;
     assert_eq!(outcome, Outcome::Succeeded);
     let lines = sent(&f.reporter).await?;
     assert!(has(&lines, "info", "out"), "{lines:?}");
@@ -105,11 +108,59 @@ async fn a_non_zero_exit_is_a_failure_and_says_why() -> anyhow::Result<()> {
     let f = fixture(quick())?;
     let outcome = f
         .runner
-        .run(&script("echo before; exit 3", 0), &CancellationToken::new())
+        .run(
+            &script("echo before; exit 3", 0),
+            ScriptStage::Start,
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(outcome, Outcome::Failed);
     let lines = sent(&f.reporter).await?;
     assert!(has(&lines, "error", "exit status 3"), "{lines:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn each_run_is_reported_for_the_timeline_with_its_exit_status() -> anyhow::Result<()> {
+    let f = fixture(quick())?;
+    let failing = ManifestScript {
+        id: Uuid::new_v4(),
+        ..script("exit 3", 0)
+    };
+    let passing = ManifestScript {
+        id: Uuid::new_v4(),
+        ..script("true", 0)
+    };
+    f.runner
+        .run(&failing, ScriptStage::Start, &CancellationToken::new())
+        .await;
+    f.runner
+        .run(&passing, ScriptStage::Cron, &CancellationToken::new())
+        .await;
+    let timings: Vec<_> = FakePeer::default()
+        .flushed(&f.reporter)
+        .await?
+        .into_iter()
+        .filter_map(|c| match c {
+            Request::ScriptsCompleted { timings } => Some(timings),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(timings.len(), 2, "{timings:?}");
+    let first = &timings[0];
+    assert_eq!(first.script_id, failing.id);
+    assert_eq!(
+        (first.exit_code, first.stage, first.status),
+        (3, ScriptStage::Start, ScriptStatus::ExitFailure)
+    );
+    assert!(first.ended_at >= first.started_at);
+    let second = &timings[1];
+    assert_eq!(second.script_id, passing.id);
+    assert_eq!(
+        (second.exit_code, second.stage, second.status),
+        (0, ScriptStage::Cron, ScriptStatus::Ok)
+    );
     Ok(())
 }
 
@@ -119,7 +170,11 @@ async fn a_missing_shell_is_a_failure() -> anyhow::Result<()> {
     f.runner.shell.program = "/nonexistent/shell".into();
     let outcome = f
         .runner
-        .run(&script("true", 0), &CancellationToken::new())
+        .run(
+            &script("true", 0),
+            ScriptStage::Start,
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(outcome, Outcome::Failed);
     assert!(has(&sent(&f.reporter).await?, "error", "cannot start"));
@@ -134,6 +189,7 @@ async fn a_timeout_hangs_up_on_the_script() -> anyhow::Result<()> {
         .runner
         .run(
             &script("echo started; sleep 30", 1),
+            ScriptStage::Start,
             &CancellationToken::new(),
         )
         .await;
@@ -160,7 +216,11 @@ async fn a_script_ignoring_the_hang_up_is_killed_after_the_grace() -> anyhow::Re
     let started = Instant::now();
     let outcome = f
         .runner
-        .run(&script(&body, 1), &CancellationToken::new())
+        .run(
+            &script(&body, 1),
+            ScriptStage::Start,
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(outcome, Outcome::TimedOut);
     let took = started.elapsed();
@@ -182,6 +242,7 @@ async fn output_held_open_after_exit_is_an_error() -> anyhow::Result<()> {
         .runner
         .run(
             &script("sleep 20 & echo done", 0),
+            ScriptStage::Start,
             &CancellationToken::new(),
         )
         .await;
@@ -195,6 +256,7 @@ async fn output_held_open_after_exit_is_an_error() -> anyhow::Result<()> {
         .runner
         .run(
             &script("sleep 20 >/dev/null 2>&1 & echo done", 0),
+            ScriptStage::Start,
             &CancellationToken::new(),
         )
         .await;
@@ -206,7 +268,10 @@ async fn output_held_open_after_exit_is_an_error() -> anyhow::Result<()> {
 async fn shutdown_interrupts_a_running_script() -> anyhow::Result<()> {
     let f = fixture(quick())?;
     let cancel = cancel_after(Duration::from_millis(200));
-    let outcome = f.runner.run(&script("sleep 30", 0), &cancel).await;
+    let outcome = f
+        .runner
+        .run(&script("sleep 30", 0), ScriptStage::Start, &cancel)
+        .await;
     assert_eq!(outcome, Outcome::Interrupted);
     Ok(())
 }
@@ -218,7 +283,7 @@ async fn scripts_run_in_parallel() -> anyhow::Result<()> {
     let started = Instant::now();
     let outcomes = f
         .runner
-        .run_ordered(&[&a, &b], &CancellationToken::new())
+        .run_ordered(&[&a, &b], ScriptStage::Start, &CancellationToken::new())
         .await;
     assert_eq!(outcomes, [Outcome::Succeeded, Outcome::Failed]);
     assert!(started.elapsed() < Duration::from_millis(1900));
@@ -292,7 +357,11 @@ async fn dependants_wait_for_their_prerequisites() -> anyhow::Result<()> {
     );
     let outcomes = f
         .runner
-        .run_ordered(&[&third, &first, &second], &CancellationToken::new())
+        .run_ordered(
+            &[&third, &first, &second],
+            ScriptStage::Start,
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(outcomes, [Outcome::Succeeded; 3]);
     let order = std::fs::read_to_string(&stamp)?;
@@ -343,6 +412,7 @@ async fn a_failed_prerequisite_skips_success_dependants_only() -> anyhow::Result
         .runner
         .run_ordered(
             &[&broken, &needs, &after, &transitive],
+            ScriptStage::Start,
             &CancellationToken::new(),
         )
         .await;
@@ -384,7 +454,11 @@ async fn cycles_and_unknown_prerequisites_never_hang() -> anyhow::Result<()> {
     let tolerant = ordered("d", "true", &[("elsewhere", Completion)]);
     let outcomes = f
         .runner
-        .run_ordered(&[&a, &b, &lost, &tolerant], &CancellationToken::new())
+        .run_ordered(
+            &[&a, &b, &lost, &tolerant],
+            ScriptStage::Start,
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(
         outcomes,
@@ -408,7 +482,10 @@ async fn shutdown_interrupts_a_waiting_script() -> anyhow::Result<()> {
         &[("slow", ScriptRequirement::Completion)],
     );
     let cancel = cancel_after(Duration::from_millis(200));
-    let outcomes = f.runner.run_ordered(&[&slow, &waiting], &cancel).await;
+    let outcomes = f
+        .runner
+        .run_ordered(&[&slow, &waiting], ScriptStage::Start, &cancel)
+        .await;
     assert_eq!(outcomes, [Outcome::Interrupted, Outcome::Interrupted]);
     Ok(())
 }

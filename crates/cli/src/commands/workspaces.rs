@@ -393,6 +393,14 @@ pub async fn show(
             }
         }
     }
+    let timings = client.workspace_build_timings(build.id).await?;
+    let lines = crate::timings::lines(&timings);
+    if !lines.is_empty() {
+        println!("  timeline of build #{}:", build.build_number);
+        for line in lines {
+            println!("    {line}");
+        }
+    }
     Ok(())
 }
 

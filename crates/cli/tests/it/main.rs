@@ -12,3 +12,4 @@ mod script_order;
 mod server;
 mod ssh;
 mod terraform;
+mod timings;

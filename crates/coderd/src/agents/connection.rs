@@ -166,6 +166,10 @@ impl Agent {
                     report_interval_seconds: STATS_INTERVAL_SECONDS,
                 })
             }
+            Request::ScriptsCompleted { timings } => store
+                .insert_script_timings(self.id, &timings)
+                .await
+                .map(|()| Response::Ok),
         };
         result.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "agent call failed");
@@ -184,5 +188,6 @@ fn call_name(request: &Request) -> &'static str {
         Request::BatchCreateLogs(_) => "batch_create_logs",
         Request::BatchUpdateMetadata { .. } => "batch_update_metadata",
         Request::UpdateStats(_) => "update_stats",
+        Request::ScriptsCompleted { .. } => "scripts_completed",
     }
 }

@@ -6,13 +6,13 @@ use codersdk::proto::RichParameter;
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::templates::{TemplateVersionParameter, TemplateVersionParameterOption};
 use codersdk::workspaces::{
-    Healthcheck, WorkspaceAgent, WorkspaceAgentHealth, WorkspaceAgentLogSource,
-    WorkspaceAgentScript, WorkspaceApp, WorkspaceResource, WorkspaceResourceMetadata,
-    WorkspaceStatus,
+    AgentConnectionTiming, AgentScriptTiming, Healthcheck, ProvisionerTiming, WorkspaceAgent,
+    WorkspaceAgentHealth, WorkspaceAgentLogSource, WorkspaceAgentScript, WorkspaceApp,
+    WorkspaceBuildTimings, WorkspaceResource, WorkspaceResourceMetadata, WorkspaceStatus,
 };
 
 use crate::agents::INACTIVE_AFTER;
-use crate::store::{AgentRow, AgentTree, AppRow, JobRow, ResourceTree};
+use crate::store::{AgentRow, AgentTree, AppRow, BuildTimings, JobRow, ResourceTree};
 
 /// The job's status, derived from its timestamps as Coder does.
 pub fn job_status(job: &JobRow) -> ProvisionerJobStatus {
@@ -248,5 +248,49 @@ pub fn parameter(p: RichParameter) -> TemplateVersionParameter {
         required: p.required,
         ephemeral: p.ephemeral,
         order: p.order,
+    }
+}
+
+/// A build's timeline in Coder's shape.
+pub fn build_timings(timings: BuildTimings) -> WorkspaceBuildTimings {
+    WorkspaceBuildTimings {
+        provisioner_timings: timings
+            .provisioner
+            .into_iter()
+            .map(|t| ProvisionerTiming {
+                job_id: t.job_id,
+                started_at: t.started_at,
+                ended_at: t.ended_at,
+                stage: t.stage,
+                source: t.source,
+                action: t.action,
+                resource: t.resource,
+            })
+            .collect(),
+        agent_script_timings: timings
+            .scripts
+            .into_iter()
+            .map(|t| AgentScriptTiming {
+                started_at: t.started_at,
+                ended_at: t.ended_at,
+                exit_code: t.exit_code,
+                stage: t.stage,
+                status: t.status,
+                display_name: t.display_name,
+                workspace_agent_id: t.agent_id,
+                workspace_agent_name: t.agent_name,
+            })
+            .collect(),
+        agent_connection_timings: timings
+            .connections
+            .into_iter()
+            .map(|t| AgentConnectionTiming {
+                started_at: t.created_at,
+                ended_at: t.first_connected_at,
+                stage: "connect".into(),
+                workspace_agent_id: t.agent_id,
+                workspace_agent_name: t.agent_name,
+            })
+            .collect(),
     }
 }

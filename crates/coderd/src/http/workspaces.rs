@@ -10,7 +10,8 @@ use codersdk::workspaces::{
     CreateWorkspaceBuildRequest, CreateWorkspaceRequest, PutExtendWorkspaceRequest,
     ResolveAutostartResponse, UpdateWorkspaceAutomaticUpdatesRequest,
     UpdateWorkspaceAutostartRequest, UpdateWorkspaceDormancy, UpdateWorkspaceTTLRequest, Workspace,
-    WorkspaceBuild, WorkspaceBuildParameter, WorkspaceResource, WorkspacesResponse,
+    WorkspaceBuild, WorkspaceBuildParameter, WorkspaceBuildTimings, WorkspaceResource,
+    WorkspacesResponse,
 };
 use uuid::Uuid;
 
@@ -21,7 +22,7 @@ use super::extract::{
 use super::jobs::{self, LogParams};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
-use crate::domain::render::resources;
+use crate::domain::render::{self, resources};
 use crate::domain::{resolve, schedules, search, views};
 use crate::error::{ApiError, ApiResult};
 use crate::store::WorkspaceRow;
@@ -60,6 +61,7 @@ pub fn routes() -> Router<AppState> {
         .route("/workspacebuilds/{id}/resources", get(build_resources))
         .route("/workspacebuilds/{id}/state", get(build_state))
         .route("/workspacebuilds/{id}/parameters", get(build_parameters))
+        .route("/workspacebuilds/{id}/timings", get(build_timings))
 }
 
 /// A workspace the caller may see, or 404.
@@ -472,4 +474,18 @@ pub(super) async fn resolve_autostart(
     let parameter_mismatch =
         schedules::resolve_autostart(&state, &auth.subject, &workspace).await?;
     Ok(Json(ResolveAutostartResponse { parameter_mismatch }))
+}
+
+#[utoipa::path(get, path = "/api/v2/workspacebuilds/{id}/timings", tag = "Builds",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = WorkspaceBuildTimings),
+              (status = 404, body = codersdk::Response, description = "no such build, or not visible to the caller")))]
+pub(super) async fn build_timings(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<WorkspaceBuildTimings>> {
+    let (build, _) = resolve::build(&state, &auth.subject, id).await?;
+    let timings = state.store.build_timings(build.id).await?;
+    Ok(Json(render::build_timings(timings)))
 }

@@ -88,6 +88,7 @@ use crate::http::{
         workspaces::build_resources,
         workspaces::build_state,
         workspaces::build_parameters,
+        workspaces::build_timings,
         provisioners::list_daemons,
         provisioners::list_jobs,
         provisioners::get_job,

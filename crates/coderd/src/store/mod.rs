@@ -11,6 +11,7 @@ mod organizations;
 mod resources;
 mod site;
 mod templates;
+mod timings;
 mod user_links;
 mod users;
 mod workspaces;
@@ -37,6 +38,7 @@ pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateScheduleRow, TemplateVersionRow,
 };
+pub use timings::{BuildTimings, ConnectionTimingRow, ProvisionerTimingRow, ScriptTimingRow};
 pub use user_links::LinkUpdate;
 use users::insert_user;
 pub use users::{NewUser, UserDeletion, UserQuery, UserRow};

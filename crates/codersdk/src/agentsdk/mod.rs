@@ -133,6 +133,62 @@ pub enum Request {
         values: Vec<MetadataValue>,
     },
     UpdateStats(Stats),
+    /// Script runs that ended, for the build's timeline (Coder's `ScriptCompleted`, batched).
+    ScriptsCompleted {
+        timings: Vec<ScriptTiming>,
+    },
+}
+
+/// One run of a script, as the build's timeline shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptTiming {
+    pub script_id: Uuid,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// The script's exit status; -1 when it was killed or never started.
+    pub exit_code: i32,
+    pub stage: ScriptStage,
+    pub status: ScriptStatus,
+}
+
+/// Why a script ran (Coder's `WorkspaceAgentScriptTimingStage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptStage {
+    Start,
+    Stop,
+    Cron,
+}
+
+impl ScriptStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::Stop => "stop",
+            Self::Cron => "cron",
+        }
+    }
+}
+
+/// How a script run ended (Coder's `WorkspaceAgentScriptTimingStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptStatus {
+    Ok,
+    ExitFailure,
+    TimedOut,
+    PipesLeftOpen,
+}
+
+impl ScriptStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ExitFailure => "exit_failure",
+            Self::TimedOut => "timed_out",
+            Self::PipesLeftOpen => "pipes_left_open",
+        }
+    }
 }
 
 /// Replies, coderd → agent.
