@@ -132,7 +132,8 @@ async fn follow(
                             .map(|r| json!({"id": r.id, "text": crate::pages::workspace::line_text(r)}))
                             .collect();
                         send(&mut socket, json!({"type": "log", "lines": lines})).await?;
-                        false
+                        // A job's first lines mean it was picked up: pending became starting.
+                        true
                     }
                     // The job ended: its last status arrives with the workspace's update.
                     Ok(None) => { tail = None; true }

@@ -21,7 +21,7 @@ const BAD_CREDENTIALS: &str = "Incorrect email or password.";
 #[derive(Debug)]
 pub enum PasswordLogin {
     /// A new session: the token to hand to the client once.
-    Session { token: String, user: UserRow },
+    Session { token: String },
     /// Too many attempts from this address or for this account; the same for every account.
     RateLimited { retry_after: Duration },
     /// The credentials are right, but only owners may use a password on this deployment.
@@ -77,7 +77,7 @@ pub async fn password_login(
         state.options.session_duration,
     )
     .await?;
-    Ok(PasswordLogin::Session { token, user })
+    Ok(PasswordLogin::Session { token })
 }
 
 /// Ends a session: its key is deleted (an already deleted key is not an error).

@@ -104,7 +104,7 @@ pub(super) async fn login(
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0.ip());
     let token = match accounts::password_login(&state, peer, &req.email, req.password).await? {
-        PasswordLogin::Session { token, .. } => token,
+        PasswordLogin::Session { token } => token,
         PasswordLogin::RateLimited { retry_after } => return Ok(too_many_attempts(retry_after)),
         PasswordLogin::PasswordAuthDisabled => {
             return Err(ApiError::new(

@@ -197,7 +197,7 @@ pub async fn login(
         Err(e) => return Err(e.into()),
     };
     match outcome {
-        PasswordLogin::Session { token, .. } => {
+        PasswordLogin::Session { token } => {
             let cookie =
                 session::session_cookie(&state, &token, state.options.session_duration.as_secs());
             let mut response = Redirect::to(&after_login(&form.redirect)).into_response();
@@ -340,7 +340,7 @@ pub async fn setup(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     match accounts::password_login(&state, peer, &email, form.password).await? {
-        PasswordLogin::Session { token, .. } => {
+        PasswordLogin::Session { token } => {
             let cookie =
                 session::session_cookie(&state, &token, state.options.session_duration.as_secs());
             let mut response = Redirect::to("/workspaces").into_response();
