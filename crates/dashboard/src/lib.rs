@@ -31,6 +31,12 @@ pub fn router(state: AppState) -> Router {
         .route("/workspaces", get(pages::workspaces::list))
         .route("/templates", get(pages::templates::list))
         .route(
+            "/templates/{template}/versions",
+            get(pages::admin::versions),
+        )
+        .route("/deployment/users", get(pages::admin::users))
+        .route("/users", get(pages::admin::users_redirect))
+        .route(
             "/templates/{template}/workspace",
             get(pages::create::form).post(pages::create::submit),
         )

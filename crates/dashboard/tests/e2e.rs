@@ -257,5 +257,17 @@ async fn flow(app: &testutil::TestApp, client: &Client, shots: &mut Shots) -> an
     client.goto(&url("/workspaces")).await?;
     wait_text(client, "table.list", "dev", Duration::from_secs(5)).await?;
     shots.take(client, "workspaces").await?;
+    client.goto(&url("/templates/docker/versions")).await?;
+    wait_text(client, "table.list", "Active", Duration::from_secs(5)).await?;
+    shots.take(client, "template-versions").await?;
+    client.goto(&url("/deployment/users")).await?;
+    wait_text(
+        client,
+        "table.list",
+        "owner@example.com",
+        Duration::from_secs(5),
+    )
+    .await?;
+    shots.take(client, "users").await?;
     Ok(())
 }

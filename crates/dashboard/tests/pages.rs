@@ -200,18 +200,41 @@ async fn members_get_404_for_others_workspaces_and_names_are_escaped() -> anyhow
         )
         .await?;
     assert_eq!(build.status, 404);
+    // Nor can the member follow it live.
+    let upgrade = [
+        ("connection", "upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-version", "13"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    let live = format!("/-/live?workspace={}", ws.id);
+    assert_eq!(member.get_with(&live, &upgrade).await?.status, 404);
     // The member's list does not show it even with every filter removed.
     let all = member.get("/workspaces?filter=").await?;
     assert!(!all.body.contains("/@owner/mine"));
 
     let mut web = Web::new(&app)?;
     web.login("owner@example.com", PASSWORD).await?;
+    assert_eq!(web.get_with(&live, &upgrade).await?.status, 101);
+    let mut foreign = upgrade.to_vec();
+    foreign.push(("origin", "http://evil.example"));
+    assert_eq!(web.get_with(&live, &foreign).await?.status, 403);
     let page = web.get("/@owner/mine").await?;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("Running"));
     assert!(page.body.contains(&ws.id.to_string()));
     assert!(page.body.contains("creating the container"));
     assert!(page.body.contains("VS Code"));
+    let versions = web.get("/templates/docker/versions").await?;
+    assert_eq!(versions.status, 200);
+    assert!(versions.body.contains("Active") && versions.body.contains("Succeeded"));
+    assert_eq!(web.get("/templates/nope/versions").await?.status, 404);
+    let users = web.get("/deployment/users").await?;
+    assert_eq!(users.status, 200);
+    assert!(users.body.contains("member@example.com") && users.body.contains("owner"));
+    let old = web.get("/users").await?;
+    assert_eq!((old.status, old.location()), (308, "/deployment/users"));
+    assert_eq!(web.get("/no/such/page/here").await?.status, 404);
     let templates = web.get("/templates").await?;
     assert!(
         templates

@@ -52,7 +52,11 @@ pub struct CreatePage {
 }
 
 /// The template, looked up by name in the viewer's organizations (the default one first).
-async fn find_template(state: &AppState, viewer: &Viewer, name: &str) -> PageResult<TemplateRow> {
+pub(crate) async fn find_template(
+    state: &AppState,
+    viewer: &Viewer,
+    name: &str,
+) -> PageResult<TemplateRow> {
     let default = resolve::find_organization(state, "default").await?;
     let mut orgs: Vec<uuid::Uuid> = vec![default.id];
     orgs.extend(viewer.subject().orgs.keys().filter(|o| **o != default.id));

@@ -1,6 +1,7 @@
 //! The dashboard's pages, one module per area; each handler parses its input, calls coderd's
 //! domain layer with the viewer's subject, and renders a template.
 
+pub mod admin;
 pub mod auth;
 pub mod create;
 pub mod templates;

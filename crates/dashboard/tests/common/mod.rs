@@ -148,12 +148,26 @@ impl Web {
     }
 
     pub async fn get(&mut self, path: &str) -> anyhow::Result<Page> {
-        let resp = self
+        self.get_with(path, &[]).await
+    }
+
+    pub async fn get_with(&mut self, path: &str, extra: &[(&str, &str)]) -> anyhow::Result<Page> {
+        let mut req = self
             .http
             .get(self.base.join(path)?)
-            .header(header::COOKIE, self.cookie_header())
-            .send()
-            .await?;
+            .header(header::COOKIE, self.cookie_header());
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await?;
+        // A switched protocol has no body to read.
+        if resp.status().as_u16() == 101 {
+            return Ok(Page {
+                status: 101,
+                headers: resp.headers().clone(),
+                body: String::new(),
+            });
+        }
         self.finish(resp).await
     }
 
