@@ -37,6 +37,10 @@ pub fn router(state: AppState) -> Router {
         .route("/deployment/users", get(pages::admin::users))
         .route("/users", get(pages::admin::users_redirect))
         .route(
+            "/organizations/{org}/provisioners",
+            get(pages::admin::provisioners),
+        )
+        .route(
             "/templates/{template}/workspace",
             get(pages::create::form).post(pages::create::submit),
         )

@@ -235,6 +235,13 @@ async fn members_get_404_for_others_workspaces_and_names_are_escaped() -> anyhow
     let old = web.get("/users").await?;
     assert_eq!((old.status, old.location()), (308, "/deployment/users"));
     assert_eq!(web.get("/no/such/page/here").await?.status, 404);
+    let daemons = web.get("/organizations/default/provisioners").await?;
+    assert_eq!(daemons.status, 200, "{}", daemons.body);
+    assert!(daemons.body.contains("echo"), "{}", daemons.body);
+    assert_eq!(
+        web.get("/organizations/nope/provisioners").await?.status,
+        404
+    );
     let templates = web.get("/templates").await?;
     assert!(
         templates

@@ -104,3 +104,59 @@ pub async fn users(
 pub async fn users_redirect() -> Redirect {
     Redirect::permanent("/deployment/users")
 }
+
+/// A daemon row: the SDK view plus its status and tags as words.
+pub struct DaemonView {
+    pub d: codersdk::provisioners::ProvisionerDaemon,
+    pub status: String,
+    pub class: &'static str,
+    pub tags: String,
+    pub last_seen: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "provisioners.html")]
+pub struct ProvisionersPage {
+    chrome: Chrome,
+    org: String,
+    daemons: Vec<DaemonView>,
+}
+
+/// `/organizations/{org}/provisioners`: the organization's daemons the viewer may see, with
+/// the same visibility rules as the API (`domain::jobs::daemons`).
+pub async fn provisioners(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(org): Path<String>,
+) -> PageResult<ProvisionersPage> {
+    use codersdk::provisioners::ProvisionerDaemonStatus as S;
+    let org = coderd::domain::resolve::organization(&state, viewer.subject(), &org).await?;
+    let daemons = coderd::domain::jobs::daemons(&state, viewer.subject(), org.id)
+        .await?
+        .into_iter()
+        .map(|d| DaemonView {
+            status: capitalized(d.status.as_str()),
+            class: match d.status {
+                S::Idle => "ok",
+                S::Busy => "busy",
+                S::Offline => "off",
+            },
+            tags: d
+                .tags
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            last_seen: d
+                .last_seen_at
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_default(),
+            d,
+        })
+        .collect();
+    Ok(ProvisionersPage {
+        chrome: Chrome::of(&viewer),
+        org: org.name,
+        daemons,
+    })
+}
