@@ -17,6 +17,8 @@ pub fn html(page: &impl Template) -> Result<Html<String>, askama::Error> {
 /// What every page's frame needs: who is signed in, their form token, the asset URLs.
 pub struct Chrome {
     pub user: Option<String>,
+    /// Whether to link the provisioners page (only those who may read daemons).
+    pub provisioners: bool,
     pub csrf: String,
     pub css: String,
     pub htmx: String,
@@ -27,6 +29,7 @@ impl Chrome {
     pub fn anonymous() -> Self {
         Self {
             user: None,
+            provisioners: false,
             csrf: String::new(),
             css: crate::assets::url("dashboard.css"),
             htmx: crate::assets::url("htmx-2.0.11.min.js"),
@@ -35,8 +38,12 @@ impl Chrome {
     }
 
     pub fn of(viewer: &Viewer) -> Self {
+        let daemons = viewer
+            .subject()
+            .filter(coderd::authz::Resource::ProvisionerDaemon);
         Self {
             user: Some(viewer.username().to_owned()),
+            provisioners: daemons.all || !daemons.orgs.is_empty(),
             csrf: viewer.csrf.clone(),
             ..Self::anonymous()
         }

@@ -269,5 +269,8 @@ async fn flow(app: &testutil::TestApp, client: &Client, shots: &mut Shots) -> an
     )
     .await?;
     shots.take(client, "users").await?;
+    submit(client, "a[href='/organizations/default/provisioners']").await?;
+    wait_text(client, "table.list", "echo", Duration::from_secs(5)).await?;
+    shots.take(client, "provisioners").await?;
     Ok(())
 }

@@ -200,6 +200,9 @@ async fn members_get_404_for_others_workspaces_and_names_are_escaped() -> anyhow
         )
         .await?;
     assert_eq!(build.status, 404);
+    // Members may read their organization's daemons, as through the API.
+    let daemons = member.get("/organizations/default/provisioners").await?;
+    assert_eq!(daemons.status, 200);
     // Nor can the member follow it live.
     let upgrade = [
         ("connection", "upgrade"),

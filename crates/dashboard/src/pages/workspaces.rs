@@ -48,6 +48,8 @@ pub struct ListPage {
     pages: i64,
     prev: String,
     next: String,
+    /// This page's URL, which htmx re-fetches to refresh the table (statuses, queue positions).
+    self_url: String,
     presets: Vec<(String, String, bool)>,
 }
 
@@ -103,6 +105,7 @@ pub async fn list(
         .collect();
     Ok(ListPage {
         chrome: Chrome::of(&viewer),
+        self_url: page_url(&filter, page),
         prev: if page > 1 {
             page_url(&filter, page - 1)
         } else {
