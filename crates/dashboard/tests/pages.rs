@@ -321,15 +321,65 @@ async fn create_form_shows_validation_beside_the_field_then_builds() -> anyhow::
     assert_eq!(taken.status, 409);
     assert!(taken.body.contains("id=\"ws-name-error\""));
 
-    // Stop through the page's form; a wrong delete confirmation changes nothing.
-    let stop = web
+    // Restart is a stop, then a start once the stop has finished.
+    let restart = web
         .post(
             "/@owner/dev/builds",
-            &[("csrf", &csrf), ("transition", "stop")],
+            &[("csrf", &csrf), ("transition", "restart")],
         )
         .await?;
-    assert_eq!(stop.status, 303);
+    assert_eq!(restart.status, 303);
+    assert_eq!(restart.location(), "/@owner/dev");
+    eventually(
+        Duration::from_secs(30),
+        "the restart's start runs",
+        || async {
+            let ws = owner.workspace_by_owner_and_name("me", "dev").await?;
+            Ok(ws.latest_build.build_number == 3
+                && ws.latest_build.status == codersdk::workspaces::WorkspaceStatus::Running)
+        },
+    )
+    .await?;
+
+    // Delete asks for the name; a wrong one changes nothing.
+    let unconfirmed = web
+        .post(
+            "/@owner/dev/builds",
+            &[
+                ("csrf", &csrf),
+                ("transition", "delete"),
+                ("confirm", "dve"),
+            ],
+        )
+        .await?;
+    assert_eq!(unconfirmed.status, 400);
+    assert!(unconfirmed.body.contains("Type the workspace"));
+    let ws = owner.workspace_by_owner_and_name("me", "dev").await?;
+    assert_eq!(ws.latest_build.build_number, 3);
+    let deleted = web
+        .post(
+            "/@owner/dev/builds",
+            &[
+                ("csrf", &csrf),
+                ("transition", "delete"),
+                ("confirm", "dev"),
+            ],
+        )
+        .await?;
+    assert_eq!(deleted.status, 303);
+    assert_eq!(deleted.location(), "/workspaces");
+    eventually(
+        Duration::from_secs(30),
+        "the workspace is deleted",
+        || async {
+            Ok(owner
+                .workspace_by_owner_and_name("me", "dev")
+                .await
+                .is_err())
+        },
+    )
+    .await?;
     let list = web.get("/workspaces").await?;
-    assert!(list.body.contains("/@owner/dev"));
+    assert!(!list.body.contains("/@owner/dev"));
     Ok(())
 }
