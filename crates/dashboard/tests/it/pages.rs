@@ -1,12 +1,10 @@
 //! The dashboard over real HTTP against an in-process coderd (no browser): status codes,
 //! redirects, CSRF, authorization and escaping.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{Web, app, push_template};
 use codersdk::templates::UpdateTemplateMeta;
-use common::{Web, app, push_template};
 use testutil::{PASSWORD, eventually};
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! What the dashboard's tests share: a coderd with the dashboard mounted, a tiny cookie-keeping
 //! HTTP client that does not follow redirects, and an echo template with a parameter.
 
-#![allow(dead_code, reason = "each test binary uses part of this module")]
-
 use std::sync::Arc;
 
 use codersdk::Client;

@@ -4,8 +4,6 @@
 //! step lands in `target/e2e-screenshots/`. Without a browser the test is skipped, except with
 //! `CI=true`, where that is a failure.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -145,7 +143,7 @@ async fn setup_login_create_watch_running_stop() -> anyhow::Result<()> {
         eprintln!("skipping: chromium or chromedriver missing (scripts/setup.sh --tests)");
         return Ok(());
     };
-    let app = common::app().await?;
+    let app = crate::common::app().await?;
     let driver = Driver::start(&chromedriver).await?;
     let client = browser(&driver, &chromium).await?;
     let mut shots = Shots {
@@ -193,7 +191,7 @@ async fn flow(app: &testutil::TestApp, client: &Client, shots: &mut Shots) -> an
 
     // A template with a parameter, pushed as the CLI would.
     let owner = app.login("owner@example.com", PASSWORD).await?;
-    common::push_template(app, &owner, "docker").await?;
+    crate::common::push_template(app, &owner, "docker").await?;
     client.goto(&url("/templates")).await?;
     shots.take(client, "templates").await?;
     submit(client, "a[href='/templates/docker/workspace']").await?;
