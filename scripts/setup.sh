@@ -113,6 +113,22 @@ if [ "${1:-}" = "--tests" ]; then
   fi
 fi
 
+# The dashboard's browser tests drive Debian's chromium through chromium-driver (the driver
+# pins that exact browser); fonts-liberation gives pages legible text in screenshots.
+if [ "${1:-}" = "--tests" ]; then
+  dashboard_apt=()
+  command -v chromium >/dev/null 2>&1 || dashboard_apt+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || dashboard_apt+=(chromium-driver)
+  [ -d /usr/share/fonts/truetype/liberation ] || dashboard_apt+=(fonts-liberation)
+  if ((${#dashboard_apt[@]})); then
+    echo "setup: installing Debian packages for the dashboard's browser tests: ${dashboard_apt[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${dashboard_apt[@]}" >/dev/null
+  fi
+fi
+
 # The relay's benchmarks (scripts/bench.sh) drive the OpenSSH client and hold OpenSSH's sshd
 # on loopback as a baseline; the bench starts its own sshd on a free port, never the system's.
 if [ "${1:-}" = "--bench" ]; then

@@ -24,4 +24,4 @@ pub mod usage;
 pub mod validate;
 
 pub use config::ServerConfig;
-pub use server::{ServeOptions, run, serve, serve_state};
+pub use server::{FrontDoor, ServeOptions, run, run_with, serve, serve_state};

@@ -38,6 +38,10 @@ pub enum Error {
     CurrentExe(#[source] std::io::Error),
 }
 
+/// Another front door served beside the API (the dashboard): given the started core, its
+/// routes. coderd knows front doors only through this, so it depends on none of them.
+pub type FrontDoor = Arc<dyn Fn(AppState) -> axum::Router + Send + Sync>;
+
 /// What [`serve`] needs beyond the pool and the listener.
 #[derive(Clone)]
 pub struct ServeOptions {
@@ -53,6 +57,8 @@ pub struct ServeOptions {
     /// How often the lifecycle executor looks for due workspaces; `None` leaves it to the
     /// caller (tests drive it with [`lifecycle::Ticks::Driven`](crate::lifecycle::Ticks)).
     pub autobuild_poll_interval: Option<std::time::Duration>,
+    /// Routes of other front doors, merged with the API's (none by default).
+    pub front_doors: Vec<FrontDoor>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -62,6 +68,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("http", &self.http)
             .field("provisioner_daemons", &self.provisioner_daemons)
             .field("autobuild_poll_interval", &self.autobuild_poll_interval)
+            .field("front_doors", &self.front_doors.len())
             .field(
                 "builtin_engines",
                 &self
@@ -85,6 +92,7 @@ impl ServeOptions {
                 Arc::new(provisionerd::engines::echo::EchoEngine),
             )],
             autobuild_poll_interval: Some(crate::lifecycle::DEFAULT_POLL_INTERVAL),
+            front_doors: Vec::new(),
         }
     }
 }
@@ -122,7 +130,7 @@ pub async fn serve_state(
             shutdown.child_token(),
         );
     }
-    let app = http::router(state, options.http);
+    let app = http::router(state, options.http, &options.front_doors);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running
     // server); then the server drains its connections.
     let drain = async move {
@@ -152,6 +160,15 @@ pub async fn serve_state(
 /// `coder server`: resolves the database (starting the embedded cluster when no URL is given),
 /// migrates it, binds the listener and serves until `shutdown`; then stops what it started.
 pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<(), Error> {
+    run_with(config, Vec::new(), shutdown).await
+}
+
+/// [`run`] with other front doors (the `coder` binary adds the dashboard).
+pub async fn run_with(
+    config: ServerConfig,
+    front_doors: Vec<FrontDoor>,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
     let started = std::time::Instant::now();
     let (connect, embedded) = match &config.postgres_url {
         Some(url) => (postgres::parse_url(url)?, None),
@@ -204,6 +221,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         let mut options = ServeOptions::new(deployment);
         options.provisioner_daemons = config.provisioner_daemons;
         options.autobuild_poll_interval = Some(config.autobuild_poll_interval);
+        options.front_doors = front_doors;
         if config.provisioner_daemons > 0 {
             options.builtin_engines.push((
                 provisionerd::engines::terraform::PROVISIONER.to_owned(),

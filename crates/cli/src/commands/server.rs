@@ -59,7 +59,16 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<()> {
     config.config_dir = global.config_dir()?.path().to_path_buf();
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone())?;
-    coderd::run(config, shutdown).await?;
+    // The dashboard is served beside the API; its router is built once the core has started,
+    // which is also when the address people should open is known.
+    let dashboard: coderd::FrontDoor = std::sync::Arc::new(|state: coderd::state::AppState| {
+        eprintln!(
+            "Open the dashboard at {} (the first visit creates the first user)",
+            state.options.access_url
+        );
+        dashboard::router(state)
+    });
+    coderd::run_with(config, vec![dashboard], shutdown).await?;
     tracing::info!("coderd stopped");
     Ok(())
 }

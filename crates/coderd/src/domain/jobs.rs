@@ -4,13 +4,15 @@
 use chrono::Utc;
 use codersdk::provisionerd::Tags;
 use codersdk::provisioners::{
-    MatchedProvisioners, ProvisionerJob, ProvisionerJobInput, ProvisionerJobMetadata,
-    ProvisionerJobStatus, ProvisionerJobType,
+    MatchedProvisioners, ProvisionerDaemon, ProvisionerDaemonJob, ProvisionerDaemonStatus,
+    ProvisionerJob, ProvisionerJobInput, ProvisionerJobMetadata, ProvisionerJobStatus,
+    ProvisionerJobType,
 };
 use uuid::Uuid;
 
 use super::Result;
 use super::render::job_status;
+use crate::authz::{Action, Object, Resource, Subject};
 use crate::provisioners::registry::OFFLINE_AFTER;
 use crate::provisioners::tags;
 use crate::state::AppState;
@@ -150,4 +152,67 @@ pub async fn render_one(
     let rendered = render(state, job, &daemons).await?;
     let (_, summary) = matched(state, job, &daemons);
     Ok((rendered, summary))
+}
+
+async fn daemon_job(state: &AppState, job: Option<JobRow>) -> Result<Option<ProvisionerDaemonJob>> {
+    let Some(job) = job else { return Ok(None) };
+    let template = state.store.job_template(job.id).await?;
+    Ok(Some(ProvisionerDaemonJob {
+        id: job.id,
+        status: job_status(&job),
+        template_name: template.name,
+        template_icon: template.icon,
+        template_display_name: template.display_name,
+    }))
+}
+
+/// A daemon as front doors show it: online or not, busy or idle, its current and last job.
+pub async fn daemon(state: &AppState, row: DaemonRow) -> Result<ProvisionerDaemon> {
+    let current = state.store.current_job_of(row.id).await?;
+    let previous = state.store.previous_job_of(row.id).await?;
+    let status = if !daemon_online(state, &row) {
+        ProvisionerDaemonStatus::Offline
+    } else if current.is_some() {
+        ProvisionerDaemonStatus::Busy
+    } else {
+        ProvisionerDaemonStatus::Idle
+    };
+    Ok(ProvisionerDaemon {
+        id: row.id,
+        organization_id: row.organization_id,
+        key_id: row.key_id,
+        created_at: row.created_at,
+        last_seen_at: Some(row.last_seen_at),
+        tags: daemon_tags(&row),
+        name: row.name,
+        version: row.version,
+        api_version: row.api_version,
+        provisioners: row.provisioners,
+        key_name: row.key_name,
+        status,
+        current_job: daemon_job(state, current).await?,
+        previous_job: daemon_job(state, previous).await?,
+    })
+}
+
+/// The daemons of an organization the subject may see (it must be allowed to read the
+/// organization's daemons at all): a user-scoped daemon only by its owner and by those who
+/// manage daemons.
+pub async fn daemons(
+    state: &AppState,
+    subject: &Subject,
+    org: Uuid,
+) -> Result<Vec<ProvisionerDaemon>> {
+    let object = Object::in_org(Resource::ProvisionerDaemon, org);
+    crate::authz::authorize(subject, Action::Read, &object)?;
+    let manager = subject.can(Action::Update, &object);
+    let rows = state.store.daemons(Some(org), None).await?;
+    let mut daemons = Vec::with_capacity(rows.len());
+    for row in rows {
+        let owner = row.owner_key.parse::<Uuid>().ok();
+        if manager || owner.is_none_or(|o| o == subject.user_id) {
+            daemons.push(daemon(state, row).await?);
+        }
+    }
+    Ok(daemons)
 }

@@ -4,6 +4,7 @@
 //! [`Subject::system`](crate::authz::Subject::system) for background work) and get rows or SDK
 //! types back, or an [`Error`] that each front door presents its own way.
 
+pub mod accounts;
 pub mod builds;
 mod error;
 pub mod jobs;

@@ -45,8 +45,13 @@ impl Default for Options {
     }
 }
 
-/// The whole HTTP surface.
-pub fn router(state: AppState, options: Options) -> Router {
+/// The whole HTTP surface: the API, plus the routes of other front doors (the dashboard), which
+/// are merged before the common layers so they are traced, limited and panic-safe alike.
+pub fn router(
+    state: AppState,
+    options: Options,
+    front_doors: &[crate::server::FrontDoor],
+) -> Router {
     let max_body = options.max_body_bytes;
     let api = Router::new()
         .merge(meta::routes())
@@ -64,12 +69,15 @@ pub fn router(state: AppState, options: Options) -> Router {
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);
 
-    Router::new()
+    let app = Router::new()
         .nest("/api/v2", api)
         .merge(meta::root_routes())
         .merge(agents::binary_routes())
-        .with_state(state)
-        .layer(axum::Extension(options))
+        .with_state(state.clone());
+    let app = front_doors
+        .iter()
+        .fold(app, |app, door| app.merge(door(state.clone())));
+    app        .layer(axum::Extension(options))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {

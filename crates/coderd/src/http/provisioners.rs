@@ -15,8 +15,8 @@ use codersdk::provisionerd::{
     ServerMessage, TAG_SCOPE, Tags,
 };
 use codersdk::provisioners::{
-    CreateProvisionerKeyRequest, CreateProvisionerKeyResponse, ProvisionerDaemon,
-    ProvisionerDaemonJob, ProvisionerDaemonStatus, ProvisionerJob, ProvisionerKey,
+    CreateProvisionerKeyRequest, CreateProvisionerKeyResponse, ProvisionerDaemon, ProvisionerJob,
+    ProvisionerKey,
 };
 use futures::{SinkExt, StreamExt};
 use subtle::ConstantTimeEq;
@@ -34,7 +34,7 @@ use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::dispatch::Capability;
 use crate::provisioners::session::{self, SessionIo};
 use crate::provisioners::tags;
-use crate::store::{self, DaemonRow, JobRow, NewDaemon, OrganizationRow};
+use crate::store::{self, DaemonRow, NewDaemon, OrganizationRow};
 
 /// A connection with no frame at all for this long is dead.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -68,49 +68,6 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-async fn daemon_job(
-    state: &AppState,
-    job: Option<JobRow>,
-) -> ApiResult<Option<ProvisionerDaemonJob>> {
-    let Some(job) = job else { return Ok(None) };
-    let template = state.store.job_template(job.id).await?;
-    Ok(Some(ProvisionerDaemonJob {
-        id: job.id,
-        status: crate::domain::render::job_status(&job),
-        template_name: template.name,
-        template_icon: template.icon,
-        template_display_name: template.display_name,
-    }))
-}
-
-async fn daemon(state: &AppState, row: DaemonRow) -> ApiResult<ProvisionerDaemon> {
-    let current = state.store.current_job_of(row.id).await?;
-    let previous = state.store.previous_job_of(row.id).await?;
-    let status = if !jobs::daemon_online(state, &row) {
-        ProvisionerDaemonStatus::Offline
-    } else if current.is_some() {
-        ProvisionerDaemonStatus::Busy
-    } else {
-        ProvisionerDaemonStatus::Idle
-    };
-    Ok(ProvisionerDaemon {
-        id: row.id,
-        organization_id: row.organization_id,
-        key_id: row.key_id,
-        created_at: row.created_at,
-        last_seen_at: Some(row.last_seen_at),
-        tags: jobs::daemon_tags(&row),
-        name: row.name,
-        version: row.version,
-        api_version: row.api_version,
-        provisioners: row.provisioners,
-        key_name: row.key_name,
-        status,
-        current_job: daemon_job(state, current).await?,
-        previous_job: daemon_job(state, previous).await?,
-    })
-}
-
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerdaemons", tag = "Provisioning",
     params(("organization" = String, Path)), responses((status = 200, body = [ProvisionerDaemon])))]
 pub(super) async fn list_daemons(
@@ -123,20 +80,7 @@ pub(super) async fn list_daemons(
         Action::Read,
         &Object::in_org(Resource::ProvisionerDaemon, org.id),
     )?;
-    let rows = state.store.daemons(Some(org.id), None).await?;
-    let mut daemons = Vec::with_capacity(rows.len());
-    for row in rows {
-        // A user-scoped daemon is visible to its owner and to those who manage daemons.
-        let owner = row.owner_key.parse::<Uuid>().ok();
-        let visible = owner.is_none_or(|o| o == auth.user.id)
-            || auth.can(
-                Action::Update,
-                &Object::in_org(Resource::ProvisionerDaemon, org.id),
-            );
-        if visible {
-            daemons.push(daemon(&state, row).await?);
-        }
-    }
+    let daemons = jobs::daemons(&state, &auth.subject, org.id).await?;
     Ok(Json(daemons))
 }
 

@@ -17,12 +17,11 @@ use super::AppState;
 use super::convert;
 use super::extract::{Auth, Json, Pagination, Path, Query, resolve_user};
 use crate::authz::{Action, Object, Resource, SITE_ROLES};
+use crate::domain::accounts::{self, PasswordLogin};
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::store::{self, NewUser, UserDeletion, UserQuery, UserRow};
 use crate::validate;
 
-/// The organization the first user creates.
-pub const DEFAULT_ORGANIZATION: &str = "coder";
 const DEFAULT_USERS_PAGE: i64 = 50;
 
 pub fn routes() -> Router<AppState> {
@@ -74,30 +73,14 @@ pub(super) async fn create_first_user(
     State(state): State<AppState>,
     Json(req): Json<CreateFirstUserRequest>,
 ) -> ApiResult<(StatusCode, Json<CreateFirstUserResponse>)> {
-    if state.store.has_any_user().await? {
+    // An existing user is the answer even to an invalid request, as before.
+    if !accounts::needs_first_user(&state).await? {
         return Err(ApiError::conflict(
             "The initial user has already been created.",
         ));
     }
     validate::requests::first_user(&req)?;
-    let hashed_password = crate::auth::hash_password(req.password).await?;
-    let user = NewUser {
-        id: Uuid::new_v4(),
-        email: req.email,
-        username: req.username,
-        name: req.name,
-        hashed_password,
-        status: UserStatus::Active.as_str().into(),
-        rbac_roles: vec!["owner".into()],
-        login_type: LoginType::Password.as_str().into(),
-        organization_ids: vec![],
-    };
-    let (user, org) = state
-        .store
-        .create_first_user(user, DEFAULT_ORGANIZATION)
-        .await?
-        .ok_or_else(|| ApiError::conflict("The initial user has already been created."))?;
-    tracing::info!(user = %user.username, "first user created");
+    let (user, org) = accounts::create_first_user(&state, req).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreateFirstUserResponse {
@@ -106,8 +89,6 @@ pub(super) async fn create_first_user(
         }),
     ))
 }
-
-const BAD_CREDENTIALS: &str = "Incorrect email or password.";
 
 #[utoipa::path(post, path = "/api/v2/users/login", tag = "Authorization",
     request_body = LoginWithPasswordRequest,
@@ -119,50 +100,20 @@ pub(super) async fn login(
     Json(req): Json<LoginWithPasswordRequest>,
 ) -> ApiResult<HttpResponse> {
     validate::requests::login(&req)?;
-    // Counted before the password is hashed: refused attempts cost no Argon2 run.
     let peer = extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0.ip());
-    if let Err(limited) = state.login_limits.attempt(peer, &req.email) {
-        metrics::counter!("coderd_login_attempts_total", "result" => "rate_limited").increment(1);
-        return Ok(too_many_attempts(limited));
-    }
-    let user = match state.store.user_by_email(&req.email).await {
-        Ok(user) => Some(user),
-        Err(store::Error::NotFound) => None,
-        Err(e) => return Err(e.into()),
+    let token = match accounts::password_login(&state, peer, &req.email, req.password).await? {
+        PasswordLogin::Session { token } => token,
+        PasswordLogin::RateLimited { retry_after } => return Ok(too_many_attempts(retry_after)),
+        PasswordLogin::PasswordAuthDisabled => {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Password authentication is disabled.",
+            )
+            .with_detail("Sign in through the identity provider."));
+        }
     };
-    let hash = user
-        .as_ref()
-        .filter(|u| u.login_type == LoginType::Password.as_str())
-        .map(|u| u.hashed_password.clone());
-    // Unknown accounts cost the same work and get the same answer as wrong passwords.
-    let ok = crate::auth::verify_password(hash, req.password).await?;
-    let result = if ok { "succeeded" } else { "failed" };
-    metrics::counter!("coderd_login_attempts_total", "result" => result).increment(1);
-    let Some(user) = user.filter(|_| ok) else {
-        return Err(ApiError::unauthorized(BAD_CREDENTIALS));
-    };
-    if user.status == UserStatus::Suspended.as_str() {
-        return Err(ApiError::unauthorized("Your account is suspended.")
-            .with_detail("Contact an administrator to reactivate your account."));
-    }
-    // Owners keep their password so a broken identity provider cannot lock everyone out.
-    if state.options.disable_password_auth && !user.rbac_roles.iter().any(|r| r == "owner") {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "Password authentication is disabled.",
-        )
-        .with_detail("Sign in through the identity provider."));
-    }
-    let token = crate::domain::keys::issue_key(
-        &state,
-        user.id,
-        LoginType::Password,
-        "",
-        state.options.session_duration,
-    )
-    .await?;
     let cookie = session_cookie(&state, &token, state.options.session_duration.as_secs());
     Ok((
         StatusCode::CREATED,
@@ -175,8 +126,8 @@ pub(super) async fn login(
 }
 
 /// 429 with `Retry-After`, the same for every account, existing or not.
-fn too_many_attempts(limited: crate::limits::Limited) -> HttpResponse {
-    let seconds = limited.retry_after.as_secs_f64().ceil().max(1.0) as u64;
+fn too_many_attempts(retry_after: std::time::Duration) -> HttpResponse {
+    let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
     let mut response = ApiError::new(
         StatusCode::TOO_MANY_REQUESTS,
         "Too many login attempts. Try again later.",
@@ -207,10 +158,7 @@ pub(super) async fn logout(
     State(state): State<AppState>,
     auth: Auth,
 ) -> ApiResult<impl IntoResponse> {
-    match state.store.delete_api_key(&auth.key.id).await {
-        Ok(()) | Err(store::Error::NotFound) => {}
-        Err(e) => return Err(e.into()),
-    }
+    accounts::logout(&state, &auth.key.id).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::SET_COOKIE, session_cookie(&state, "", 0));
     Ok((headers, Json(Response::new("Logged out!"))))

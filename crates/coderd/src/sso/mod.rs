@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::store::{self, Store};
 
 pub use login::{OidcLogin, oidc_login, username_from};
-pub use routes::{CALLBACK_PATH, routes};
+pub use routes::{CALLBACK_PATH, methods as auth_methods, routes};
 pub use settings::OidcSettings;
 
 /// The `site_configs` key of the secret that seals sign-ins in flight (the state cookie). Kept

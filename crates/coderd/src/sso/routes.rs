@@ -32,8 +32,13 @@ pub fn routes() -> Router<AppState> {
 #[utoipa::path(get, path = "/api/v2/users/authmethods", tag = "Users",
     responses((status = 200, body = AuthMethods)))]
 pub(crate) async fn auth_methods(State(state): State<AppState>) -> axum::Json<AuthMethods> {
+    axum::Json(super::auth_methods(&state))
+}
+
+/// How people may sign in to this deployment (the login pages of the API and the dashboard).
+pub fn methods(state: &AppState) -> AuthMethods {
     let oidc = state.options.oidc.as_ref();
-    axum::Json(AuthMethods {
+    AuthMethods {
         password: AuthMethod {
             enabled: !state.options.disable_password_auth,
         },
@@ -43,7 +48,7 @@ pub(crate) async fn auth_methods(State(state): State<AppState>) -> axum::Json<Au
             icon_url: oidc.map(|o| o.icon_url.clone()).unwrap_or_default(),
         },
         ..AuthMethods::default()
-    })
+    }
 }
 
 #[derive(Debug, Default, serde::Deserialize)]

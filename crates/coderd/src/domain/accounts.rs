@@ -1,0 +1,127 @@
+//! Signing in and out with a password, and creating the deployment's first user: the decisions
+//! the JSON API's `/users/login`, `/users/logout` and `/users/first` and the dashboard's login,
+//! logout and setup pages share. Field rules (`validate::requests`) stay with each front door.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use codersdk::users::{CreateFirstUserRequest, LoginType, UserStatus};
+use uuid::Uuid;
+
+use super::{Error, Result};
+use crate::state::AppState;
+use crate::store::{self, NewUser, OrganizationRow, UserRow};
+
+/// The organization the first user creates.
+pub const DEFAULT_ORGANIZATION: &str = "coder";
+
+const BAD_CREDENTIALS: &str = "Incorrect email or password.";
+
+/// What a password login attempt came to, when it was not refused outright.
+#[derive(Debug)]
+pub enum PasswordLogin {
+    /// A new session: the token to hand to the client once.
+    Session { token: String },
+    /// Too many attempts from this address or for this account; the same for every account.
+    RateLimited { retry_after: Duration },
+    /// The credentials are right, but only owners may use a password on this deployment.
+    PasswordAuthDisabled,
+}
+
+/// Checks an email and password and mints a session. Wrong passwords and unknown accounts get
+/// the same [`Error::Unauthorized`] after the same work; a suspended account is told so.
+pub async fn password_login(
+    state: &AppState,
+    peer: Option<IpAddr>,
+    email: &str,
+    password: String,
+) -> Result<PasswordLogin> {
+    // Counted before the password is hashed: refused attempts cost no Argon2 run.
+    if let Err(limited) = state.login_limits.attempt(peer, email) {
+        metrics::counter!("coderd_login_attempts_total", "result" => "rate_limited").increment(1);
+        return Ok(PasswordLogin::RateLimited {
+            retry_after: limited.retry_after,
+        });
+    }
+    let user = match state.store.user_by_email(email).await {
+        Ok(user) => Some(user),
+        Err(store::Error::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let hash = user
+        .as_ref()
+        .filter(|u| u.login_type == LoginType::Password.as_str())
+        .map(|u| u.hashed_password.clone());
+    // Unknown accounts cost the same work and get the same answer as wrong passwords.
+    let ok = crate::auth::verify_password(hash, password)
+        .await
+        .map_err(Error::internal)?;
+    let result = if ok { "succeeded" } else { "failed" };
+    metrics::counter!("coderd_login_attempts_total", "result" => result).increment(1);
+    let Some(user) = user.filter(|_| ok) else {
+        return Err(Error::unauthorized(BAD_CREDENTIALS));
+    };
+    if user.status == UserStatus::Suspended.as_str() {
+        return Err(Error::unauthorized("Your account is suspended.")
+            .with_detail("Contact an administrator to reactivate your account."));
+    }
+    // Owners keep their password so a broken identity provider cannot lock everyone out.
+    if state.options.disable_password_auth && !user.rbac_roles.iter().any(|r| r == "owner") {
+        return Ok(PasswordLogin::PasswordAuthDisabled);
+    }
+    let token = super::keys::issue_key(
+        state,
+        user.id,
+        LoginType::Password,
+        "",
+        state.options.session_duration,
+    )
+    .await?;
+    Ok(PasswordLogin::Session { token })
+}
+
+/// Ends a session: its key is deleted (an already deleted key is not an error).
+pub async fn logout(state: &AppState, key_id: &str) -> Result<()> {
+    match state.store.delete_api_key(key_id).await {
+        Ok(()) | Err(store::Error::NotFound) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the deployment still waits for its first user.
+pub async fn needs_first_user(state: &AppState) -> Result<bool> {
+    Ok(!state.store.has_any_user().await?)
+}
+
+/// Creates the first user, an owner, with the default organization; [`Error::Conflict`] once
+/// any user exists. The request's fields must have passed `validate::requests::first_user`.
+pub async fn create_first_user(
+    state: &AppState,
+    req: CreateFirstUserRequest,
+) -> Result<(UserRow, OrganizationRow)> {
+    let taken = || Error::conflict("The initial user has already been created.");
+    if state.store.has_any_user().await? {
+        return Err(taken());
+    }
+    let hashed_password = crate::auth::hash_password(req.password)
+        .await
+        .map_err(Error::internal)?;
+    let user = NewUser {
+        id: Uuid::new_v4(),
+        email: req.email,
+        username: req.username,
+        name: req.name,
+        hashed_password,
+        status: UserStatus::Active.as_str().into(),
+        rbac_roles: vec!["owner".into()],
+        login_type: LoginType::Password.as_str().into(),
+        organization_ids: vec![],
+    };
+    let (user, org) = state
+        .store
+        .create_first_user(user, DEFAULT_ORGANIZATION)
+        .await?
+        .ok_or_else(taken)?;
+    tracing::info!(user = %user.username, "first user created");
+    Ok((user, org))
+}

@@ -1,0 +1,151 @@
+// Live updates for the dashboard: one WebSocket per tab (/-/live). The server sends rendered
+// fragments (replacing an element by id) and log lines (inserted as text, never as markup).
+// Pages work without this file; if the socket cannot open, htmx polls the fragments instead.
+(function () {
+  "use strict";
+
+  var MAX_LOG_LINES = 10000;
+  var backoff = 1000;
+  var socket = null;
+  var pending = null; // a fragment held back while the person types inside the region
+
+  function region() {
+    return document.querySelector("#ws-live[data-live-workspace]");
+  }
+
+  function logElement() {
+    return document.getElementById("build-log");
+  }
+
+  function setOpen(open) {
+    if (open) {
+      document.body.dataset.live = "open";
+    } else {
+      delete document.body.dataset.live;
+    }
+  }
+
+  // Replaces an element with server-rendered markup (escaped by the server's templates).
+  function replace(id, html) {
+    var old = document.getElementById(id);
+    if (!old) return;
+    var active = document.activeElement;
+    if (active && old.contains(active) && (active.tagName === "INPUT" || active.tagName === "TEXTAREA")) {
+      pending = { id: id, html: html };
+      return;
+    }
+    var template = document.createElement("template");
+    template.innerHTML = html.trim();
+    var fresh = template.content.firstElementChild;
+    if (!fresh) return;
+    old.replaceWith(fresh);
+    if (window.htmx) window.htmx.process(fresh);
+  }
+
+  document.addEventListener("focusout", function () {
+    if (!pending) return;
+    var p = pending;
+    pending = null;
+    // After the focus has moved, so the check above sees the new focus.
+    setTimeout(function () { replace(p.id, p.html); }, 0);
+  });
+
+  function appendLines(lines) {
+    var log = logElement();
+    if (!log) return;
+    var last = Number(log.dataset.after || "0");
+    var fragment = document.createDocumentFragment();
+    lines.forEach(function (line) {
+      if (line.id <= last) return; // already shown (a reconnect replays after `after`)
+      var span = document.createElement("span");
+      span.dataset.id = String(line.id);
+      span.textContent = line.text + "\n";
+      fragment.appendChild(span);
+      last = line.id;
+    });
+    var follow = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    log.appendChild(fragment);
+    log.dataset.after = String(last);
+    while (log.childElementCount > MAX_LOG_LINES) {
+      log.removeChild(log.firstElementChild);
+    }
+    if (follow) log.scrollTop = log.scrollHeight;
+  }
+
+  function resetLog() {
+    var log = logElement();
+    if (!log) return;
+    log.textContent = "";
+    log.dataset.after = "0";
+  }
+
+  function handle(message) {
+    var data;
+    try {
+      data = JSON.parse(message.data);
+    } catch (e) {
+      return;
+    }
+    switch (data.type) {
+      case "html":
+        replace(data.id, data.html);
+        break;
+      case "log":
+        appendLines(data.lines || []);
+        break;
+      case "log-reset":
+        resetLog();
+        break;
+      case "reload":
+        window.location.reload();
+        break;
+    }
+  }
+
+  function connect() {
+    var el = region();
+    if (!el) return;
+    var log = logElement();
+    var after = log ? log.dataset.after || "0" : "0";
+    var scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+    var url = scheme + "//" + window.location.host + "/-/live?workspace=" +
+      encodeURIComponent(el.dataset.liveWorkspace) + "&after=" + encodeURIComponent(after);
+    try {
+      socket = new WebSocket(url);
+    } catch (e) {
+      retry();
+      return;
+    }
+    socket.addEventListener("open", function () {
+      backoff = 1000;
+      setOpen(true);
+    });
+    socket.addEventListener("message", handle);
+    socket.addEventListener("close", function () {
+      setOpen(false);
+      socket = null;
+      retry();
+    });
+  }
+
+  // Reconnects with backoff (1 s, doubling to 30 s); the server re-sends current state on
+  // every connect, so nothing missed while disconnected stays stale.
+  function retry() {
+    var wait = backoff;
+    backoff = Math.min(backoff * 2, 30000);
+    setTimeout(connect, wait);
+  }
+
+  // While the socket is open, htmx's polling of the same region is not needed.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (document.body.dataset.live === "open" && event.target && event.target.id === "ws-live") {
+      event.preventDefault();
+    }
+  });
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", connect);
+  } else {
+    connect();
+  }
+})();

@@ -1,0 +1,64 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod assets;
+mod error;
+mod live;
+mod pages;
+mod security;
+mod session;
+mod view;
+
+use axum::Router;
+use axum::routing::{get, post};
+use coderd::state::AppState;
+
+pub use error::PageError;
+
+/// The dashboard's routes, to be merged with coderd's (see `coderd::FrontDoor`).
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(pages::root))
+        .route(
+            "/login",
+            get(pages::auth::login_page).post(pages::auth::login),
+        )
+        .route("/logout", post(pages::auth::logout))
+        .route(
+            "/setup",
+            get(pages::auth::setup_page).post(pages::auth::setup),
+        )
+        .route("/workspaces", get(pages::workspaces::list))
+        .route("/templates", get(pages::templates::list))
+        .route(
+            "/templates/{template}/versions",
+            get(pages::admin::versions),
+        )
+        .route("/deployment/users", get(pages::admin::users))
+        .route("/users", get(pages::admin::users_redirect))
+        .route(
+            "/organizations/{org}/provisioners",
+            get(pages::admin::provisioners),
+        )
+        .route(
+            "/templates/{template}/workspace",
+            get(pages::create::form).post(pages::create::submit),
+        )
+        // Coder's workspace URL: `/@{owner}/{workspace}`; axum cannot capture a segment's
+        // suffix, so the owner segment is read whole and its `@` checked by the handler.
+        .route("/{owner}/{workspace}", get(pages::workspace::show))
+        .route("/{owner}/{workspace}/builds", post(pages::workspace::build))
+        .route(
+            "/{owner}/{workspace}/cancel",
+            post(pages::workspace::cancel),
+        )
+        .route(
+            "/{owner}/{workspace}/fragment",
+            get(pages::workspace::fragment),
+        )
+        .route("/-/live", get(live::socket))
+        .route("/-/assets/{hash}/{file}", get(assets::serve))
+        .fallback(pages::not_found)
+        .layer(axum::middleware::from_fn(security::headers))
+        .with_state(state)
+}

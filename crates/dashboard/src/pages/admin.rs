@@ -1,0 +1,162 @@
+//! Read-only lists for those who manage the deployment: a template's versions
+//! (`/templates/{name}/versions`) and the users directory (`/deployment/users`). What a viewer
+//! sees is what the API would show them: the template is resolved for them, and users are
+//! filtered by the same `Subject::filter` the API's list uses.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::response::Redirect;
+use coderd::authz::Resource;
+use coderd::domain::views;
+use coderd::state::AppState;
+use coderd::store::{TemplateRow, UserQuery, UserRow};
+use codersdk::templates::TemplateVersion;
+use serde::Deserialize;
+
+use super::create::find_template;
+use crate::error::{PageError, PageResult};
+use crate::session::Viewer;
+use crate::view::{Chrome, capitalized};
+
+fn store_error(e: coderd::store::Error) -> PageError {
+    PageError::from(coderd::domain::Error::from(e))
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "versions.html")]
+pub struct VersionsPage {
+    chrome: Chrome,
+    template: TemplateRow,
+    versions: Vec<(TemplateVersion, String)>,
+}
+
+pub async fn versions(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+) -> PageResult<VersionsPage> {
+    let template = find_template(&state, &viewer, &name).await?;
+    let rows = state
+        .store
+        .template_versions_of(template.id)
+        .await
+        .map_err(store_error)?;
+    let mut versions = Vec::with_capacity(rows.len());
+    // Newest first, as Coder lists them.
+    for row in rows.into_iter().rev() {
+        let v = views::version(&state, row).await?;
+        let status = capitalized(v.job.status.as_str());
+        versions.push((v, status));
+    }
+    Ok(VersionsPage {
+        chrome: Chrome::of(&viewer),
+        template,
+        versions,
+    })
+}
+
+const USERS_PAGE: i64 = 50;
+
+#[derive(Debug, Deserialize)]
+pub struct UsersQuery {
+    #[serde(default)]
+    search: String,
+    page: Option<i64>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "users.html")]
+pub struct UsersPage {
+    chrome: Chrome,
+    search: String,
+    users: Vec<UserRow>,
+    count: i64,
+}
+
+pub async fn users(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Query(q): Query<UsersQuery>,
+) -> PageResult<UsersPage> {
+    let page = q.page.unwrap_or(1).max(1);
+    let query = UserQuery {
+        search: q.search.trim().to_owned(),
+        limit: USERS_PAGE,
+        offset: (page - 1).saturating_mul(USERS_PAGE),
+        ..Default::default()
+    };
+    let filter = viewer.subject().filter(Resource::User);
+    let (users, count) = state
+        .store
+        .list_users(&query, &filter)
+        .await
+        .map_err(store_error)?;
+    Ok(UsersPage {
+        chrome: Chrome::of(&viewer),
+        search: q.search,
+        users,
+        count,
+    })
+}
+
+/// Coder's older URL.
+pub async fn users_redirect() -> Redirect {
+    Redirect::permanent("/deployment/users")
+}
+
+/// A daemon row: the SDK view plus its status and tags as words.
+pub struct DaemonView {
+    pub d: codersdk::provisioners::ProvisionerDaemon,
+    pub status: String,
+    pub class: &'static str,
+    pub tags: String,
+    pub last_seen: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "provisioners.html")]
+pub struct ProvisionersPage {
+    chrome: Chrome,
+    org: String,
+    daemons: Vec<DaemonView>,
+}
+
+/// `/organizations/{org}/provisioners`: the organization's daemons the viewer may see, with
+/// the same visibility rules as the API (`domain::jobs::daemons`).
+pub async fn provisioners(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(org): Path<String>,
+) -> PageResult<ProvisionersPage> {
+    use codersdk::provisioners::ProvisionerDaemonStatus as S;
+    let org = coderd::domain::resolve::organization(&state, viewer.subject(), &org).await?;
+    let daemons = coderd::domain::jobs::daemons(&state, viewer.subject(), org.id)
+        .await?
+        .into_iter()
+        .map(|d| DaemonView {
+            status: capitalized(d.status.as_str()),
+            class: match d.status {
+                S::Idle => "ok",
+                S::Busy => "busy",
+                S::Offline => "off",
+            },
+            tags: d
+                .tags
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            last_seen: d
+                .last_seen_at
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_default(),
+            d,
+        })
+        .collect();
+    Ok(ProvisionersPage {
+        chrome: Chrome::of(&viewer),
+        org: org.name,
+        daemons,
+    })
+}

@@ -1,0 +1,125 @@
+//! Headers every dashboard response carries, and the CSRF tokens of its forms.
+//!
+//! SameSite=Lax alone does not stop cross-site form posts from a workspace app on a sibling
+//! subdomain (same site), so every POST form also carries a token: an HMAC of the session's key
+//! id keyed by that key's stored hash. The hash never leaves the server, differs per session,
+//! and every replica has it, so no extra secret has to be shared or rotated. The login and setup
+//! forms, which have no session yet, use a random token echoed in a cookie (double submit).
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use crate::error::PageError;
+
+pub const CSP: &str =
+    "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// The cookie holding the pre-session CSRF token of the login and setup forms.
+pub const PRE_SESSION_COOKIE: &str = "coder_dashboard_csrf";
+
+/// Adds the security headers; HTML is never cached (it shows per-user state).
+pub async fn headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    let is_html = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if is_html {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// The session's form token.
+pub fn session_token(key_id: &str, hashed_secret: &[u8]) -> String {
+    // HMAC accepts keys of any length; this cannot fail.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(hashed_secret) else {
+        return String::new();
+    };
+    mac.update(b"coder-dashboard-csrf:");
+    mac.update(key_id.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// A fresh random token for the pre-session forms.
+pub fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    hex::encode(bytes)
+}
+
+/// Compares a submitted token with the expected one in constant time.
+pub fn tokens_match(expected: &str, submitted: &str) -> bool {
+    !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(submitted.as_bytes()))
+}
+
+/// Refuses a state-changing request a browser says came from another site.
+pub fn check_origin(method: &Method, headers: &HeaderMap) -> Result<(), PageError> {
+    if method == Method::GET || method == Method::HEAD {
+        return Ok(());
+    }
+    let site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if site == "cross-site" {
+        return Err(PageError::Csrf);
+    }
+    Ok(())
+}
+
+/// A cookie's value from the request's `Cookie` headers.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_differ_per_session_and_compare_exactly() {
+        let a = session_token("key-a", b"secret-a");
+        let b = session_token("key-b", b"secret-a");
+        assert_ne!(a, b);
+        assert!(tokens_match(&a, &a.clone()));
+        assert!(!tokens_match(&a, &b));
+        assert!(!tokens_match(&a, ""));
+        assert!(!tokens_match("", ""));
+    }
+
+    #[test]
+    fn cross_site_posts_are_refused() {
+        let mut h = HeaderMap::new();
+        h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(check_origin(&Method::POST, &h).is_err());
+        assert!(check_origin(&Method::GET, &h).is_ok());
+        h.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
+        assert!(check_origin(&Method::POST, &h).is_ok());
+    }
+}

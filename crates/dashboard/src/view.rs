@@ -1,0 +1,186 @@
+//! What pages show: the askama templates' data, and the small presentational decisions shared by
+//! pages and live fragments (a status's words and mark), so a badge sent over the live socket is
+//! the same markup the page rendered.
+
+use askama::Template;
+use axum::response::Html;
+use codersdk::provisioners::ProvisionerJobStatus;
+use codersdk::workspaces::{Workspace, WorkspaceStatus};
+
+use crate::session::Viewer;
+
+/// Renders a template to an HTML response body.
+pub fn html(page: &impl Template) -> Result<Html<String>, askama::Error> {
+    page.render().map(Html)
+}
+
+/// What every page's frame needs: who is signed in, their form token, the asset URLs.
+pub struct Chrome {
+    pub user: Option<String>,
+    /// Whether to link the provisioners page (only those who may read daemons).
+    pub provisioners: bool,
+    pub csrf: String,
+    pub css: String,
+    pub htmx: String,
+    pub live: String,
+}
+
+impl Chrome {
+    pub fn anonymous() -> Self {
+        Self {
+            user: None,
+            provisioners: false,
+            csrf: String::new(),
+            css: crate::assets::url("dashboard.css"),
+            htmx: crate::assets::url("htmx-2.0.11.min.js"),
+            live: crate::assets::url("live.js"),
+        }
+    }
+
+    pub fn of(viewer: &Viewer) -> Self {
+        let daemons = viewer
+            .subject()
+            .filter(coderd::authz::Resource::ProvisionerDaemon);
+        Self {
+            user: Some(viewer.username().to_owned()),
+            provisioners: daemons.all || !daemons.orgs.is_empty(),
+            csrf: viewer.csrf.clone(),
+            ..Self::anonymous()
+        }
+    }
+}
+
+/// A status as words (never colour alone) with a CSS class for its colour.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub label: String,
+    pub class: &'static str,
+    /// Why it waits (queue position, no matching provisioner), if it does.
+    pub detail: String,
+}
+
+impl Status {
+    pub fn of(ws: &Workspace) -> Self {
+        let build = &ws.latest_build;
+        let status = build.status;
+        let class = match status {
+            WorkspaceStatus::Running => "ok",
+            WorkspaceStatus::Failed => "bad",
+            WorkspaceStatus::Stopped | WorkspaceStatus::Deleted | WorkspaceStatus::Canceled => {
+                "off"
+            }
+            _ => "busy",
+        };
+        let mut detail = String::new();
+        if build.job.status == ProvisionerJobStatus::Pending {
+            let no_daemon = build
+                .matched_provisioners
+                .as_ref()
+                .is_some_and(|m| m.count == 0);
+            detail = if no_daemon {
+                format!(
+                    "No provisioner matches these tags: {}",
+                    tags_text(&build.job.tags)
+                )
+            } else if build.job.queue_position > 0 {
+                format!("Position in queue: {}", build.job.queue_position)
+            } else {
+                String::new()
+            };
+        } else if status == WorkspaceStatus::Failed && !build.job.error.is_empty() {
+            detail = build.job.error.clone();
+        }
+        Self {
+            label: capitalized(status.as_str()),
+            class,
+            detail,
+        }
+    }
+}
+
+fn tags_text(tags: &std::collections::BTreeMap<String, String>) -> String {
+    tags.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The actions a workspace offers in its status, as Coder's dashboard does.
+#[derive(Debug, Clone, Default)]
+pub struct Actions {
+    pub start: bool,
+    pub stop: bool,
+    pub restart: bool,
+    pub cancel: bool,
+    pub delete: bool,
+    pub retry: bool,
+}
+
+impl Actions {
+    pub fn of(ws: &Workspace) -> Self {
+        use WorkspaceStatus as S;
+        match ws.latest_build.status {
+            S::Running => Self {
+                stop: true,
+                restart: true,
+                delete: true,
+                ..Self::default()
+            },
+            S::Stopped | S::Canceled => Self {
+                start: true,
+                delete: true,
+                ..Self::default()
+            },
+            S::Failed => Self {
+                retry: true,
+                delete: true,
+                ..Self::default()
+            },
+            S::Pending | S::Starting | S::Stopping | S::Deleting => Self {
+                cancel: ws.template_allow_user_cancel_workspace_jobs,
+                ..Self::default()
+            },
+            S::Canceling | S::Deleted => Self::default(),
+        }
+    }
+}
+
+/// The live region of a workspace's page: status, actions, agents (re-sent whole on change).
+#[derive(Template)]
+#[template(path = "workspace_live.html")]
+pub struct WorkspaceLive<'a> {
+    pub ws: &'a Workspace,
+    pub status: Status,
+    pub actions: Actions,
+    pub csrf: &'a str,
+    pub base: String,
+}
+
+impl<'a> WorkspaceLive<'a> {
+    pub fn new(ws: &'a Workspace, csrf: &'a str) -> Self {
+        Self {
+            status: Status::of(ws),
+            actions: Actions::of(ws),
+            base: format!("/@{}/{}", ws.owner_name, ws.name),
+            ws,
+            csrf,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+pub struct ErrorPage {
+    pub chrome: Chrome,
+    pub title: String,
+    pub message: String,
+    pub status: u16,
+}

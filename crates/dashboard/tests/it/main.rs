@@ -1,0 +1,6 @@
+//! The dashboard's integration tests, one binary (linking is the slow part on small machines):
+//! pages over real HTTP, and the browser flow.
+
+mod common;
+mod e2e;
+mod pages;
