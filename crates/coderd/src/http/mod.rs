@@ -68,7 +68,12 @@ pub fn router(state: AppState, options: Options) -> Router {
         .nest("/api/v2", api)
         .merge(meta::root_routes())
         .merge(agents::binary_routes())
-        .with_state(state)
+        .with_state(state.clone())
+        // App paths and app hosts are not API routes: the app proxy answers them first.
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::apps::front_door,
+        ))
         .layer(axum::Extension(options))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(
