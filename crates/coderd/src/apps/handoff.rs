@@ -139,6 +139,12 @@ fn encode(s: &str) -> String {
 }
 
 /// `GET /api/v2/applications/auth-redirect?redirect_uri=<app URL>` on the dashboard.
+#[utoipa::path(get, path = "/api/v2/applications/auth-redirect", tag = "Applications",
+    params(("redirect_uri" = String, Query,
+            description = "the app URL to return to; its host must be an app host under the wildcard access URL")),
+    responses((status = 307, description = "back to `redirect_uri` with `coder_application_connect_api_key` (a sealed, app-scoped key), or to /login first"),
+              (status = 400, body = codersdk::Response, description = "the redirect URI is not an app URL of this deployment, or there is no wildcard access URL"),
+              (status = 401, body = codersdk::Response, description = "not signed in (API clients)")))]
 pub async fn auth_redirect(state: &AppState, request: Request) -> Response {
     let headers = request.headers().clone();
     let query = request.uri().query().map(str::to_owned);

@@ -9,7 +9,7 @@
 //!   why not.
 
 mod access;
-mod handoff;
+pub(crate) mod handoff;
 pub mod host;
 mod pages;
 mod path;

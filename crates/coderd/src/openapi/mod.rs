@@ -100,6 +100,7 @@ use crate::http::{
         crate::relay::routes::connect,
         crate::relay::routes::pty,
         crate::relay::routes::listening_ports,
+        crate::apps::handoff::auth_redirect,
         crate::sso::routes::auth_methods,
         crate::sso::routes::oidc_callback,
     ),
