@@ -7,6 +7,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use codersdk::portsharing::{
+    DeleteWorkspaceAgentPortShareRequest, UpsertWorkspaceAgentPortShareRequest,
+};
+use codersdk::templates::UpdateTemplateMeta;
 use codersdk::users::{CreateUserRequest, LoginWithPasswordRequest};
 use futures::{SinkExt as _, StreamExt as _};
 use reqwest::header::{ACCEPT, COOKIE, HOST, LOCATION, SET_COOKIE};
@@ -407,24 +411,93 @@ async fn shared_and_subdomain_apps_with_the_auth_hand_off() -> anyhow::Result<()
         .send()
         .await?;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    // A port URL of the owner's.
+
+    // Port sharing: the port is the owner's until shared, never beyond the template's maximum.
+    let app_port: i32 = sub
+        .url
+        .as_deref()
+        .and_then(|u| u.rsplit(':').next())
+        .context("the app's port")?
+        .parse()?;
+    let port_host = format!("{app_port}--main--dev--admin.apps.localhost");
     let r = apps
         .http
         .get(apps.url("/healthz"))
-        .header(
-            HOST,
-            format!(
-                "{}--main--dev--admin.apps.localhost",
-                sub.url
-                    .as_deref()
-                    .and_then(|u| u.rsplit(':').next())
-                    .unwrap_or("0")
-            ),
-        )
+        .header(HOST, &port_host)
         .header("Coder-Session-Token", &token)
         .send()
         .await?;
-    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.status(), StatusCode::OK, "the owner opens their port");
+    let as_bob = || {
+        apps.http
+            .get(apps.url("/healthz"))
+            .header(HOST, &port_host)
+            .header("Coder-Session-Token", &bob)
+    };
+    assert_eq!(as_bob().send().await?.status(), StatusCode::NOT_FOUND);
+    let share = UpsertWorkspaceAgentPortShareRequest {
+        agent_name: "main".into(),
+        port: app_port,
+        share_level: "authenticated".into(),
+        protocol: "http".into(),
+    };
+    let refused = apps
+        .d
+        .owner
+        .upsert_workspace_port_share(ws.id, &share)
+        .await;
+    assert!(
+        refused.is_err(),
+        "the template's maximum is owner: {refused:?}"
+    );
+    apps.d
+        .owner
+        .update_template_meta(
+            ws.template_id,
+            &UpdateTemplateMeta {
+                max_port_share_level: Some("public".into()),
+                ..Default::default()
+            },
+        )
+        .await?;
+    let shared = apps
+        .d
+        .owner
+        .upsert_workspace_port_share(ws.id, &share)
+        .await?;
+    assert_eq!(
+        (shared.port, shared.share_level.as_str()),
+        (app_port, "authenticated")
+    );
+    let listed = apps.d.owner.workspace_port_shares(ws.id).await?;
+    assert_eq!(listed.shares, vec![shared]);
+    let bob_client = codersdk::Client::new(apps.d.owner.url().clone()).with_token(&bob);
+    assert!(
+        bob_client
+            .upsert_workspace_port_share(ws.id, &share)
+            .await
+            .is_err(),
+        "only updaters share"
+    );
+    assert_eq!(as_bob().send().await?.status(), StatusCode::OK);
+    let anonymous = apps
+        .http
+        .get(apps.url("/healthz"))
+        .header(HOST, &port_host)
+        .send()
+        .await?;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    apps.d
+        .owner
+        .delete_workspace_port_share(
+            ws.id,
+            &DeleteWorkspaceAgentPortShareRequest {
+                agent_name: "main".into(),
+                port: app_port,
+            },
+        )
+        .await?;
+    assert_eq!(as_bob().send().await?.status(), StatusCode::NOT_FOUND);
 
     // Bob's own hand-off key does not open the owner's app.
     let r = apps

@@ -35,12 +35,12 @@ pub struct Target {
     pub base_path: String,
 }
 
-/// Sharing levels, from the narrowest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Sharing levels, from the narrowest (an organization is narrower than every signed-in user).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Sharing {
     Owner,
-    Authenticated,
     Organization,
+    Authenticated,
     Public,
 }
 
@@ -144,7 +144,26 @@ pub async fn resolve(
                     hidden()
                 });
             }
-            (Sharing::Owner, *port, "/".to_string())
+            // A port is the owner's unless shared, and never beyond the template's maximum
+            // (read now, so lowering it narrows existing shares at once).
+            let share = state
+                .store
+                .port_share(workspace.id, &tree.agent.name, i32::from(*port))
+                .await
+                .map_err(internal)?;
+            let sharing = match share {
+                Some(share) => {
+                    let template = state
+                        .store
+                        .template_by_id(workspace.template_id)
+                        .await
+                        .map_err(internal)?;
+                    Sharing::parse(&share.share_level)
+                        .min(Sharing::parse(&template.max_port_share_level))
+                }
+                None => Sharing::Owner,
+            };
+            (sharing, *port, "/".to_string())
         }
         AppName::Slug(slug) => {
             let row = tree
@@ -154,6 +173,10 @@ pub async fn resolve(
                 .ok_or_else(hidden)?;
             let sharing = Sharing::parse(&row.sharing_level);
             let upstream = match (&row.url, row.external) {
+                // Subdomain apps expect an origin of their own (absolute links, cookies).
+                (Some(_), false) if row.subdomain && app.path_based => {
+                    Err(subdomain_only(state, &row.slug, &tree.agent.name, app))
+                }
                 (Some(url), false) => upstream(url),
                 _ => Err(AppError::unavailable(
                     "This application is not served through Coder.",
@@ -182,6 +205,22 @@ pub async fn resolve(
         port,
         base_path,
     })
+}
+
+fn subdomain_only(state: &AppState, slug: &str, agent: &str, app: &AppRef) -> AppError {
+    let settings = &state.options.apps;
+    let host = super::subdomain_name(settings, slug, agent, &app.workspace, &app.user);
+    match (&settings.wildcard, host) {
+        (Some(wildcard), Some(label)) => AppError::unavailable(
+            "This application is served on its own subdomain.",
+            format!("Open {}/", wildcard.origin(&label)),
+        ),
+        _ => AppError::unavailable(
+            "This application is unavailable: it is a subdomain app.",
+            "The deployment has no wildcard access URL (--wildcard-access-url), so subdomain \
+             apps cannot be served.",
+        ),
+    }
 }
 
 fn https_unsupported() -> AppError {

@@ -13,6 +13,7 @@ pub(crate) mod handoff;
 pub mod host;
 mod pages;
 mod path;
+pub(crate) mod port_share;
 mod proxy;
 mod token;
 

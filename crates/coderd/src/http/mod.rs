@@ -59,6 +59,7 @@ pub fn router(state: AppState, options: Options) -> Router {
         .merge(provisioners::routes())
         .merge(agents::routes())
         .merge(crate::relay::routes())
+        .merge(crate::apps::port_share::routes())
         .merge(crate::sso::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))

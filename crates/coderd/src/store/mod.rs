@@ -8,6 +8,7 @@ mod daemons;
 mod jobs;
 mod lifecycle;
 mod organizations;
+mod port_shares;
 mod resources;
 mod site;
 mod templates;
@@ -30,6 +31,7 @@ pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use jobs::{JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, UpdateOutcome};
 pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
+pub use port_shares::PortShareRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
