@@ -287,6 +287,23 @@ async fn path_apps_serve_their_owner_only_and_never_see_coderds_credentials() ->
         "buffered: {arrivals:?}"
     );
 
+    // The agent checks the app's health and coderd shows it.
+    eventually(
+        Duration::from_secs(30),
+        "the web app reported healthy",
+        || async {
+            let ws = apps.d.workspace("dev").await?;
+            Ok(ws
+                .latest_build
+                .resources
+                .iter()
+                .flat_map(|r| &r.agents)
+                .flat_map(|a| &a.apps)
+                .any(|a| a.slug == "web" && a.health == "healthy"))
+        },
+    )
+    .await?;
+
     // A large upload streams through.
     let size = 8 << 20;
     let r = apps

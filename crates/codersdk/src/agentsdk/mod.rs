@@ -133,6 +133,16 @@ pub enum Request {
         values: Vec<MetadataValue>,
     },
     UpdateStats(Stats),
+    /// Apps whose health changed (`initializing`, `healthy` or `unhealthy`).
+    BatchUpdateAppHealths {
+        updates: Vec<AppHealthUpdate>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppHealthUpdate {
+    pub id: Uuid,
+    pub health: String,
 }
 
 /// Replies, coderd → agent.
