@@ -20,7 +20,7 @@ use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use testutil::{TestApp, eventually, wait_build};
 use uuid::Uuid;
 
-fn agent_template(token: &str) -> EchoTemplate {
+pub(crate) fn agent_template(token: &str) -> EchoTemplate {
     let resource = Resource {
         name: "dev".into(),
         kind: "docker_container".into(),

@@ -1,0 +1,108 @@
+//! The app proxy's answers when it cannot proxy, through the real HTTP API: the agent not
+//! connected (with its status), nothing listening in the workspace, path apps disabled, the
+//! hand-off without a wildcard, and pages for browsers. (Proxying itself is exercised end to
+//! end with the real agent in the CLI's tests.)
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use testutil::{TestApp, eventually};
+use uuid::Uuid;
+
+use crate::agents::{agent_id, workspace_for};
+use crate::relay::TestAgent;
+
+async fn get(
+    app: &TestApp,
+    path: &str,
+    token: Option<&str>,
+    html: bool,
+) -> anyhow::Result<(StatusCode, String, String)> {
+    let mut req = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?
+        .get(format!(
+            "{}{}",
+            app.url.as_str().trim_end_matches('/'),
+            path
+        ));
+    if let Some(t) = token {
+        req = req.header("Coder-Session-Token", t);
+    }
+    if html {
+        req = req.header("Accept", "text/html");
+    }
+    let r = req.send().await?;
+    let status = r.status();
+    let kind = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    Ok((status, kind, r.text().await?))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn app_requests_say_why_they_cannot_be_proxied() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let token = owner.token().unwrap_or_default().to_string();
+    let agent_token = Uuid::new_v4().to_string();
+    let ws = workspace_for(&app, &owner, "me", "dev", &agent_token).await?;
+
+    // The agent has not connected yet: said so, with its status.
+    let (status, _, body) = get(&app, "/@owner/dev/apps/code/", Some(&token), false).await?;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body)?;
+    assert_eq!(body["message"], "The workspace agent is not connected.");
+    assert!(
+        body["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("connecting")),
+        "{body}"
+    );
+
+    // Connected, but nothing listens on the app's port: the app did not answer.
+    let _agent = TestAgent::connect(&app, &agent_token).await?;
+    let agent = agent_id(&ws);
+    eventually(Duration::from_secs(10), "the agent connected", || async {
+        Ok(owner.workspace_agent(agent).await?.status == "connected")
+    })
+    .await?;
+    let (status, _, body) = get(&app, "/@owner/dev/apps/code/", Some(&token), false).await?;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+
+    // Browsers get pages; unknown apps are not found.
+    let (status, kind, body) = get(&app, "/@owner/dev/apps/nope/", Some(&token), true).await?;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        kind.starts_with("text/html") && body.contains("not found"),
+        "{kind}: {body}"
+    );
+
+    // No wildcard access URL: no hand-off.
+    let (status, _, body) = get(
+        &app,
+        "/api/v2/applications/auth-redirect?redirect_uri=http%3A%2F%2Fa--b--c--d.example.com%2F",
+        Some(&token),
+        false,
+    )
+    .await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("wildcard"), "{body}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn path_apps_can_be_disabled() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.deployment.apps.disable_path_apps = true).await?;
+    let (owner, _) = app.owner().await?;
+    let (status, _, body) = get(&app, "/@owner/dev/apps/code/", owner.token(), false).await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("disabled"), "{body}");
+    // The API is unaffected.
+    let (status, _, _) = get(&app, "/api/v2/users/me", owner.token(), false).await?;
+    assert_eq!(status, StatusCode::OK);
+    Ok(())
+}
