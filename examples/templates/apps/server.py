@@ -4,6 +4,8 @@
 import base64, hashlib, http.server, json, struct, sys, time
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+# /fail-health makes /healthz answer 500 from then on (to watch the app turn unhealthy).
+failing = False
 
 
 class App(http.server.BaseHTTPRequestHandler):
@@ -19,8 +21,12 @@ class App(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
+        global failing
         if path == "/healthz":
-            return self.send_body(200, "ok")
+            return self.send_body(500 if failing else 200, "failing" if failing else "ok")
+        if path == "/fail-health":
+            failing = True
+            return self.send_body(200, "/healthz fails from now on")
         if path == "/headers":
             seen = {"path": self.path, "headers": [[k, v] for k, v in self.headers.items()]}
             return self.send_body(200, json.dumps(seen), "application/json")

@@ -304,6 +304,34 @@ async fn path_apps_serve_their_owner_only_and_never_see_coderds_credentials() ->
     )
     .await?;
 
+    // A failing health check makes the app unhealthy, and its agent with it.
+    let r = apps
+        .get_as("/@admin/dev/apps/web/fail-health", Some(&token))
+        .await?;
+    assert_eq!(r.status(), StatusCode::OK);
+    eventually(
+        Duration::from_secs(40),
+        "the web app reported unhealthy",
+        || async {
+            let ws = apps.d.workspace("dev").await?;
+            let agent = ws
+                .latest_build
+                .resources
+                .iter()
+                .flat_map(|r| &r.agents)
+                .next()
+                .cloned();
+            Ok(agent.is_some_and(|a| {
+                !a.health.healthy
+                    && a.health.reason.contains("unhealthy")
+                    && a.apps
+                        .iter()
+                        .any(|x| x.slug == "web" && x.health == "unhealthy")
+            }))
+        },
+    )
+    .await?;
+
     // A large upload streams through.
     let size = 8 << 20;
     let r = apps
