@@ -172,7 +172,7 @@ impl AppState {
             agents,
             agent_batcher,
             relay_usage,
-            app_pool: Default::default(),
+            app_pool: crate::apps::Pool::start(shutdown.child_token()),
             template_usage,
             files: Default::default(),
             sso,

@@ -62,6 +62,32 @@ impl Pool {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A pool whose idle connections past [`IDLE_TIMEOUT`] (or closed by the app or the
+    /// agent's disconnect) are closed every half timeout, until `shutdown`: connections to a
+    /// port nobody opens again must not stay open forever.
+    pub fn start(shutdown: tokio_util::sync::CancellationToken) -> Self {
+        let pool = Self::default();
+        let sweeper = pool.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(IDLE_TIMEOUT / 2);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = tick.tick() => sweeper.sweep(),
+                }
+            }
+        });
+        pool
+    }
+
+    fn sweep(&self) {
+        let mut map = self.lock();
+        for list in map.values_mut() {
+            list.retain(|i| i.since.elapsed() < IDLE_TIMEOUT && !i.sender.is_closed());
+        }
+        map.retain(|_, list| !list.is_empty());
+    }
+
     fn take(&self, key: (Uuid, u16)) -> Option<SendRequest<Body>> {
         let mut map = self.lock();
         let list = map.get_mut(&key)?;
