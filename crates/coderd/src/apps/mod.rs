@@ -49,6 +49,9 @@ pub struct Settings {
     /// Seal app tokens and the keys handed to app hosts. Per process for now: a restart only
     /// makes browsers authorise their apps again. (Replicas will share keys from the database.)
     pub keys: Arc<KeyRing>,
+    /// How long an app may take to send its response's head (its body may stream for as long
+    /// as it likes): a hung app must not pin a request forever.
+    pub response_timeout: std::time::Duration,
 }
 
 impl Default for Settings {
@@ -59,6 +62,7 @@ impl Default for Settings {
             allow_path_app_site_owner_access: false,
             wildcard: None,
             keys: Arc::new(KeyRing::ephemeral()),
+            response_timeout: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -22,9 +22,6 @@ use super::pages::AppError;
 use crate::relay::{self, OpenError};
 use crate::state::AppState;
 
-/// How long an app may take to send its response's head (its body may stream for as long as
-/// it likes): a hung app must not pin a request forever.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Idle connections older than this are not reused (the app may have closed them).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Idle connections kept per agent and port.
@@ -215,11 +212,13 @@ pub async fn forward(
             .map_err(upstream_error)?;
         Ok((sender, response))
     };
-    let (sender, response) = tokio::time::timeout(HEAD_TIMEOUT, send)
-        .await
-        .map_err(|_| AppError::Upstream {
-            detail: format!("no response within {} s", HEAD_TIMEOUT.as_secs()),
-        })??;
+    let limit = state.options.apps.response_timeout;
+    let (sender, response) =
+        tokio::time::timeout(limit, send)
+            .await
+            .map_err(|_| AppError::Upstream {
+                detail: format!("no response within {} s", limit.as_secs_f32()),
+            })??;
     finish(pool, key, sender, response, client_upgrade)
 }
 

@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use testutil::{TestApp, eventually};
 use uuid::Uuid;
 
-use crate::agents::{agent_id, workspace_for};
+use crate::agents::{agent_id, agent_template, workspace_for, workspace_with};
 use crate::relay::TestAgent;
 
 async fn get(
@@ -104,5 +104,69 @@ async fn path_apps_can_be_disabled() -> anyhow::Result<()> {
     // The API is unaffected.
     let (status, _, _) = get(&app, "/api/v2/users/me", owner.token(), false).await?;
     assert_eq!(status, StatusCode::OK);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hung_app_times_out_without_holding_up_coderd() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| {
+        o.provisioner_daemons = 1;
+        o.deployment.apps.response_timeout = Duration::from_secs(1);
+    })
+    .await?;
+    let (owner, _) = app.owner().await?;
+    let token = owner.token().unwrap_or_default().to_string();
+    // An app that accepts connections and never answers.
+    let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = hung.local_addr()?.port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = hung.accept().await {
+            held.push(socket);
+        }
+    });
+    let agent_token = Uuid::new_v4().to_string();
+    let mut template = agent_template(&agent_token);
+    if let Some(app) = template
+        .start
+        .as_mut()
+        .and_then(|s| s.resources.first_mut())
+        .and_then(|r| r.agents.first_mut())
+        .and_then(|a| a.apps.first_mut())
+    {
+        app.url = format!("http://127.0.0.1:{port}");
+    }
+    let ws = workspace_with(&app, &owner, "me", "dev", &template).await?;
+    let _agent = TestAgent::connect(&app, &agent_token).await?;
+    let agent = agent_id(&ws);
+    eventually(Duration::from_secs(10), "the agent connected", || async {
+        Ok(owner.workspace_agent(agent).await?.status == "connected")
+    })
+    .await?;
+
+    let started = std::time::Instant::now();
+    let hung_requests = (0..4).map(|_| get(&app, "/@owner/dev/apps/code/", Some(&token), false));
+    // While they wait, the API answers at once.
+    let api = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let answered = get(&app, "/api/v2/users/me", Some(&token), false).await;
+        (answered, started.elapsed())
+    };
+    let (hung, (api, api_at)) = tokio::join!(futures::future::join_all(hung_requests), api);
+    assert_eq!(api?.0, StatusCode::OK);
+    assert!(
+        api_at < Duration::from_millis(900),
+        "the API waited: {api_at:?}"
+    );
+    for result in hung {
+        let (status, _, body) = result?;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+        assert!(body.contains("no response within"), "{body}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
     Ok(())
 }
