@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod apphealth;
 mod backoff;
 pub mod config;
 mod connection;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use codersdk::agentsdk::{
-    AgentLog, LifecycleChange, LogBatch, MAX_AGENT_LOGS_BYTES, MetadataValue, Request, Response,
-    ScriptTiming,
+    AgentLog, AppHealthUpdate, LifecycleChange, LogBatch, MAX_AGENT_LOGS_BYTES, MetadataValue,
+    Request, Response, ScriptTiming,
 };
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -55,6 +55,8 @@ struct Queues {
     dropped_lines: u64,
     metadata: BTreeMap<String, MetadataValue>,
     metadata_sent_at: Option<Instant>,
+    /// The latest health per app not yet acknowledged.
+    app_health: BTreeMap<Uuid, String>,
 }
 
 impl Reporter {
@@ -113,6 +115,12 @@ impl Reporter {
     /// Replaces the value waiting to be sent for the key, if any: only the latest matters.
     pub(crate) fn set_metadata(&self, value: MetadataValue) {
         self.queues().metadata.insert(value.key.clone(), value);
+    }
+
+    /// Queues an app's new health (replacing one not yet sent) and asks for a pass.
+    pub(crate) fn set_app_health(&self, app: Uuid, health: &str) {
+        self.queues().app_health.insert(app, health.to_string());
+        self.inner.wake.notify_one();
     }
 
     /// Asks for a pass now rather than at the next tick.
@@ -216,6 +224,30 @@ impl Reporter {
                 Err(transport) => return Err(transport),
             }
             self.queues().lifecycle.drain(..sent);
+        }
+
+        let healths = std::mem::take(&mut self.queues().app_health);
+        if !healths.is_empty() {
+            let updates = healths
+                .iter()
+                .map(|(id, health)| AppHealthUpdate {
+                    id: *id,
+                    health: health.clone(),
+                })
+                .collect();
+            match rpc::call(rpc, Request::BatchUpdateAppHealths { updates }).await {
+                Ok(_) => {}
+                Err(CallError::Refused(message)) => {
+                    tracing::warn!(%message, "coderd refused app health updates");
+                }
+                Err(transport) => {
+                    let mut q = self.queues();
+                    for (id, health) in healths {
+                        q.app_health.entry(id).or_insert(health);
+                    }
+                    return Err(transport);
+                }
+            }
         }
 
         let values = {

@@ -90,6 +90,12 @@ impl Workspace {
             scripts_cancel.clone(),
         ));
         let metadata_cancel = CancellationToken::new();
+        // An agent's apps are fixed by its build: checked for as long as the workspace runs.
+        tokio::spawn(crate::apphealth::check_all(
+            session.manifest.apps.clone(),
+            context.reporter.clone(),
+            metadata_cancel.clone(),
+        ));
         let metadata = tokio::spawn(collect_metadata(
             context.clone(),
             data_dir,

@@ -179,6 +179,25 @@ pub struct ServerConfig {
     )]
     pub external_token_encryption_keys: Vec<String>,
 
+    /// Serve workspace apps only on subdomains (under the wildcard access URL), never on
+    /// paths of the dashboard's origin.
+    #[arg(long, env = "CODER_DISABLE_PATH_APPS")]
+    pub disable_path_apps: bool,
+
+    /// Let path-based apps keep their sharing level. Dangerous: they share the dashboard's
+    /// origin, so a shared app can act as whoever opens it.
+    #[arg(long, env = "CODER_DANGEROUS_ALLOW_PATH_APP_SHARING")]
+    pub dangerous_allow_path_app_sharing: bool,
+
+    /// Let site owners open other users' path-based apps. Dangerous for the same reason.
+    #[arg(long, env = "CODER_DANGEROUS_ALLOW_PATH_APP_SITE_OWNER_ACCESS")]
+    pub dangerous_allow_path_app_site_owner_access: bool,
+
+    /// Wildcard host of subdomain apps and port URLs, e.g. `*.apps.example.com` (or
+    /// `*--apps.example.com`); subdomain apps are unavailable without one.
+    #[arg(long, env = "CODER_WILDCARD_ACCESS_URL", value_parser = wildcard)]
+    pub wildcard_access_url: Option<String>,
+
     /// Set by the CLI from its global `--global-config`; holds the embedded database.
     #[arg(skip)]
     pub config_dir: PathBuf,
@@ -219,6 +238,8 @@ impl std::fmt::Debug for ServerConfig {
             )
             .field("autobuild_poll_interval", &self.autobuild_poll_interval)
             .field("quiet_hours", &self.quiet_hours)
+            .field("disable_path_apps", &self.disable_path_apps)
+            .field("wildcard_access_url", &self.wildcard_access_url)
             .field("config_dir", &self.config_dir)
             .finish_non_exhaustive()
     }
@@ -282,6 +303,24 @@ impl ServerConfig {
         Ok(Some(settings))
     }
 
+    /// The app proxy's settings (the wildcard takes the access URL's scheme unless it names one).
+    pub fn app_settings(&self, access_url: &Url) -> Result<crate::apps::Settings, String> {
+        let wildcard = self
+            .wildcard_access_url
+            .as_deref()
+            .filter(|w| !w.is_empty())
+            .map(|w| crate::apps::Wildcard::parse(w, access_url.scheme()))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        Ok(crate::apps::Settings {
+            disable_path_apps: self.disable_path_apps,
+            allow_path_app_sharing: self.dangerous_allow_path_app_sharing,
+            allow_path_app_site_owner_access: self.dangerous_allow_path_app_site_owner_access,
+            wildcard,
+            ..Default::default()
+        })
+    }
+
     /// The keys sealing provider tokens, when configured.
     pub fn token_keys(&self) -> Result<Option<KeyRing>, String> {
         let keys = non_empty(&self.external_token_encryption_keys);
@@ -309,6 +348,13 @@ fn poll_interval(s: &str) -> Result<Duration, String> {
         return Err("must be longer than zero".into());
     }
     Ok(d)
+}
+
+/// Validated here so a bad wildcard stops the server at startup with the flag's name.
+fn wildcard(s: &str) -> Result<String, String> {
+    crate::apps::Wildcard::parse(s, "http")
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// Validated here so a bad schedule stops the server at startup with the flag's name.

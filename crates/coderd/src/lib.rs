@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod agents;
+pub mod apps;
 pub mod auth;
 pub mod authz;
 pub mod clock;

@@ -203,6 +203,16 @@ pub async fn run_with(
         deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
         deployment.oidc = config.oidc_settings().map_err(Error::Config)?;
         deployment.disable_password_auth = config.disable_password_auth;
+        deployment.apps = config
+            .app_settings(&deployment.access_url)
+            .map_err(Error::Config)?;
+        if deployment.apps.allow_path_app_sharing
+            || deployment.apps.allow_path_app_site_owner_access
+        {
+            tracing::warn!(
+                "path-based apps may be opened by others than their owner (dangerous flags set)"
+            );
+        }
         if config.dangerous_disable_rate_limits {
             tracing::warn!("login rate limits are disabled (CODER_DANGEROUS_DISABLE_RATE_LIMITS)");
             deployment.login_limits = crate::limits::LoginLimitSettings::disabled();

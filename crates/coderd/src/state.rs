@@ -51,6 +51,8 @@ pub struct Options {
     /// When workspaces may be restarted for their template's autostop requirement (Coder's
     /// default quiet hours: midnight UTC).
     pub quiet_hours: crate::schedule::Schedule,
+    /// Workspace apps: path apps, the wildcard access URL, the keys sealing app tokens.
+    pub apps: crate::apps::Settings,
 }
 
 impl Options {
@@ -71,6 +73,7 @@ impl Options {
             login_limits: Default::default(),
             clock: crate::clock::Clock::system(),
             quiet_hours: default_quiet_hours(),
+            apps: crate::apps::Settings::default(),
         }
     }
 }
@@ -99,6 +102,8 @@ pub struct StateInner {
     pub agent_batcher: crate::agents::Batcher,
     /// Streams the relay carries, for metrics and workspaces' `last_used_at`.
     pub relay_usage: crate::relay::Usage,
+    /// Idle keep-alive connections of the app proxy.
+    pub app_pool: crate::apps::Pool,
     pub template_usage: crate::usage::TemplateUsage,
     /// Template archives, for job payloads.
     pub files: crate::provisioners::file_cache::FileCache,
@@ -167,6 +172,7 @@ impl AppState {
             agents,
             agent_batcher,
             relay_usage,
+            app_pool: crate::apps::Pool::start(shutdown.child_token()),
             template_usage,
             files: Default::default(),
             sso,

@@ -8,6 +8,7 @@ pub mod error;
 pub mod files;
 pub mod logs;
 pub mod organizations;
+pub mod portsharing;
 pub mod proto;
 pub mod provisionerd;
 pub mod provisioners;

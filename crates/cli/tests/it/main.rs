@@ -1,6 +1,7 @@
 //! End-to-end tests of the real `coder` binary.
 
 mod agent;
+mod apps;
 mod cli;
 mod container;
 mod fuzz;

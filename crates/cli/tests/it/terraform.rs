@@ -48,7 +48,7 @@ pub(crate) fn terraform() -> anyhow::Result<Option<PathBuf>> {
     bail!("{message}; install it, or set CODER_TERRAFORM_OPTIONAL=1 to skip these tests")
 }
 
-fn example(name: &str) -> String {
+pub(crate) fn example(name: &str) -> String {
     format!("{EXAMPLES}/{name}")
 }
 

@@ -134,6 +134,26 @@ impl Agent {
                 .insert_agent_logs(self.id, batch.log_source_id, &batch.logs)
                 .await
                 .map(|limit_exceeded| Response::Logs { limit_exceeded }),
+            Request::BatchUpdateAppHealths { updates } => {
+                let valid = ["initializing", "healthy", "unhealthy"];
+                match updates.iter().find(|u| !valid.contains(&u.health.as_str())) {
+                    Some(bad) => Ok(Response::Error {
+                        message: format!("unknown app health {:?}", bad.health),
+                    }),
+                    None => {
+                        let mut outcome = Ok(Response::Ok);
+                        for u in updates {
+                            // Only this agent's apps with a health check change.
+                            if let Err(e) = store.update_app_health(self.id, u.id, &u.health).await
+                            {
+                                outcome = Err(e);
+                                break;
+                            }
+                        }
+                        outcome
+                    }
+                }
+            }
             Request::BatchUpdateMetadata { values } => {
                 for v in values {
                     let (value, error) = if v.value.len() > MAX_METADATA_VALUE {
@@ -189,5 +209,6 @@ fn call_name(request: &Request) -> &'static str {
         Request::BatchUpdateMetadata { .. } => "batch_update_metadata",
         Request::UpdateStats(_) => "update_stats",
         Request::ScriptsCompleted { .. } => "scripts_completed",
+        Request::BatchUpdateAppHealths { .. } => "batch_update_app_healths",
     }
 }

@@ -11,12 +11,40 @@ use super::{Error, Result};
 use crate::state::AppState;
 use crate::store::{self, NewApiKey};
 
+/// The scope of keys minted for one app host (the subdomain app hand-off): they open apps and
+/// nothing else; the API refuses them.
+pub const APP_CONNECT_SCOPE: &str = "application_connect";
+
 /// Mints a key for `user` and stores its hash; returns the token to show once.
 pub async fn issue_key(
     state: &AppState,
     user: Uuid,
     login_type: LoginType,
     token_name: &str,
+    lifetime: Duration,
+) -> Result<String> {
+    issue_scoped_key(state, user, login_type, token_name, "all", lifetime).await
+}
+
+/// An app host's key: scoped to [`APP_CONNECT_SCOPE`], a fixed lifetime (it never slides).
+pub async fn issue_app_key(state: &AppState, user: Uuid, lifetime: Duration) -> Result<String> {
+    issue_scoped_key(
+        state,
+        user,
+        LoginType::Token,
+        "",
+        APP_CONNECT_SCOPE,
+        lifetime,
+    )
+    .await
+}
+
+async fn issue_scoped_key(
+    state: &AppState,
+    user: Uuid,
+    login_type: LoginType,
+    token_name: &str,
+    scope: &str,
     lifetime: Duration,
 ) -> Result<String> {
     let generated = crate::auth::generate_key();
@@ -27,7 +55,7 @@ pub async fn issue_key(
         user_id: user,
         login_type: login_type.as_str().into(),
         token_name: token_name.into(),
-        scope: "all".into(),
+        scope: scope.into(),
         lifetime_seconds,
         expires_at: Utc::now() + chrono::Duration::seconds(lifetime_seconds),
     };

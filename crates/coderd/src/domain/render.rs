@@ -117,7 +117,10 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
     } else {
         "non-blocking"
     };
-    let healthy = status == "connected";
+    // A connected agent whose apps fail their health checks is not healthy either, as in
+    // Coder: the workspace's health counts it.
+    let unhealthy_apps = apps.iter().any(|a| a.health == "unhealthy");
+    let healthy = status == "connected" && !unhealthy_apps;
     WorkspaceAgent {
         id: row.id,
         created_at: row.created_at,
@@ -149,6 +152,8 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
             healthy,
             reason: if healthy {
                 String::new()
+            } else if status == "connected" {
+                "one or more of the agent's apps are unhealthy".into()
             } else {
                 format!("agent is {status}")
             },

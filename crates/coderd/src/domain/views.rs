@@ -62,6 +62,13 @@ async fn build_view(
     let rendered = jobs::render(state, &job, &ctx.daemons).await?;
     let (_, matched) = jobs::matched(state, &job, &ctx.daemons);
     let status = build_status(&row.transition, rendered.status);
+    let mut resources = resources(ctx.resources.remove(&row.job_id).unwrap_or_default());
+    name_subdomain_apps(
+        state,
+        &mut resources,
+        &row.workspace_name,
+        &row.owner_username,
+    );
     Ok(WorkspaceBuild {
         id: row.id,
         created_at: row.created_at,
@@ -79,13 +86,34 @@ async fn build_view(
         initiator_name: row.initiator_username,
         job: rendered,
         reason: row.reason,
-        resources: resources(ctx.resources.remove(&row.job_id).unwrap_or_default()),
+        resources,
         deadline: row.deadline,
         max_deadline: row.max_deadline,
         status,
         daily_cost: row.daily_cost,
         matched_provisioners: Some(matched),
     })
+}
+
+/// Fills `subdomain_name` of subdomain apps, as Coder does, when the deployment has a wildcard
+/// access URL (without one, such apps are unavailable and have none).
+fn name_subdomain_apps(
+    state: &AppState,
+    resources: &mut [codersdk::workspaces::WorkspaceResource],
+    workspace: &str,
+    owner: &str,
+) {
+    for agent in resources.iter_mut().flat_map(|r| r.agents.iter_mut()) {
+        for app in agent.apps.iter_mut().filter(|a| a.subdomain) {
+            app.subdomain_name = crate::apps::subdomain_name(
+                &state.options.apps,
+                &app.slug,
+                &agent.name,
+                workspace,
+                owner,
+            );
+        }
+    }
 }
 
 pub async fn builds(state: &AppState, rows: Vec<BuildRow>) -> Result<Vec<WorkspaceBuild>> {

@@ -134,6 +134,13 @@ impl FromRequestParts<AppState> for Auth {
 pub async fn authenticate(state: &AppState, token: &str) -> ApiResult<Auth> {
     let domain::session::Session { key, user, subject } =
         domain::session::authenticate(state, token).await?;
+    // An app host's key opens apps, not the API (were it leaked by an app, it must not act as
+    // its user).
+    if key.scope == domain::keys::APP_CONNECT_SCOPE {
+        return Err(ApiError::unauthorized(
+            "This token only opens workspace applications.",
+        ));
+    }
     Ok(Auth { key, user, subject })
 }
 

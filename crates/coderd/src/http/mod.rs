@@ -64,6 +64,7 @@ pub fn router(
         .merge(provisioners::routes())
         .merge(agents::routes())
         .merge(crate::relay::routes())
+        .merge(crate::apps::port_share::routes())
         .merge(crate::sso::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
@@ -77,7 +78,13 @@ pub fn router(
     let app = front_doors
         .iter()
         .fold(app, |app, door| app.merge(door(state.clone())));
-    app        .layer(axum::Extension(options))
+    // App paths and app hosts belong to neither the API nor another front door: the app proxy
+    // answers them first (the dashboard's `/@{user}/{workspace}` would take app paths).
+    app.layer(axum::middleware::from_fn_with_state(
+        state,
+        crate::apps::front_door,
+    ))
+    .layer(axum::Extension(options))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {

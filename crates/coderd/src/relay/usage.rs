@@ -78,7 +78,7 @@ impl Usage {
     }
 
     /// Records a stream of `kind` into `workspace` until the returned guard is dropped.
-    pub(super) fn begin(&self, workspace: Uuid, kind: &'static str) -> Active {
+    pub(crate) fn begin(&self, workspace: Uuid, kind: &'static str) -> Active {
         {
             let mut map = self.lock();
             let entry = map.entry(workspace).or_default();
@@ -98,7 +98,7 @@ impl Usage {
 }
 
 /// One open stream: counts its bytes, and ends its record when dropped.
-pub(super) struct Active {
+pub(crate) struct Active {
     usage: Usage,
     workspace: Uuid,
     kind: &'static str,
@@ -107,11 +107,11 @@ pub(super) struct Active {
 }
 
 impl Active {
-    pub(super) fn to_agent(&self, bytes: usize) {
+    pub(crate) fn to_agent(&self, bytes: usize) {
         self.to_agent.increment(bytes as u64);
     }
 
-    pub(super) fn to_client(&self, bytes: usize) {
+    pub(crate) fn to_client(&self, bytes: usize) {
         self.to_client.increment(bytes as u64);
     }
 }

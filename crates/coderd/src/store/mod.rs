@@ -8,6 +8,7 @@ mod daemons;
 mod jobs;
 mod lifecycle;
 mod organizations;
+mod port_shares;
 mod resources;
 mod site;
 mod templates;
@@ -33,6 +34,7 @@ pub use jobs::{
 };
 pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
+pub use port_shares::PortShareRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,

@@ -362,6 +362,24 @@ async fn insert_log_source(
 }
 
 impl Store {
+    /// Records an app's health, for an app of `agent` that has a health check (others keep
+    /// `disabled`).
+    pub async fn update_app_health(&self, agent: Uuid, app: Uuid, health: &str) -> Result<()> {
+        timed("update_app_health", async {
+            sqlx::query!(
+                "UPDATE workspace_apps SET health = $3
+                 WHERE id = $2 AND agent_id = $1 AND healthcheck_url <> ''",
+                agent,
+                app,
+                health
+            )
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
     pub async fn agent_apps(&self, agent: Uuid) -> Result<Vec<AppRow>> {
         timed("agent_apps", async {
             Ok(sqlx::query_as!(

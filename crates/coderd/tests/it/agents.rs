@@ -20,7 +20,7 @@ use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use testutil::{TestApp, eventually, wait_build};
 use uuid::Uuid;
 
-fn agent_template(token: &str) -> EchoTemplate {
+pub(crate) fn agent_template(token: &str) -> EchoTemplate {
     let resource = Resource {
         name: "dev".into(),
         kind: "docker_container".into(),
@@ -85,13 +85,19 @@ pub(crate) async fn workspace_for(
     name: &str,
     token: &str,
 ) -> anyhow::Result<Workspace> {
+    workspace_with(app, admin, user, name, &agent_template(token)).await
+}
+
+/// A started workspace of a new template made of `template`.
+pub(crate) async fn workspace_with(
+    app: &TestApp,
+    admin: &Client,
+    user: &str,
+    name: &str,
+    template: &EchoTemplate,
+) -> anyhow::Result<Workspace> {
     let template = app
-        .echo_template(
-            admin,
-            &testutil::unique("agents"),
-            &agent_template(token),
-            &[],
-        )
+        .echo_template(admin, &testutil::unique("agents"), template, &[])
         .await?;
     let ws = admin
         .create_workspace(

@@ -137,6 +137,16 @@ pub enum Request {
     ScriptsCompleted {
         timings: Vec<ScriptTiming>,
     },
+    /// Apps whose health changed (`initializing`, `healthy` or `unhealthy`).
+    BatchUpdateAppHealths {
+        updates: Vec<AppHealthUpdate>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppHealthUpdate {
+    pub id: Uuid,
+    pub health: String,
 }
 
 /// One run of a script, as the build's timeline shows it.
