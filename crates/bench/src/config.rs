@@ -44,6 +44,13 @@ pub struct Sizes {
     pub relay_connects: usize,
     pub relay_keystrokes: usize,
     pub relay_streams: usize,
+    /// Issue 13 (the app proxy): bytes of the large download through the proxy and directly,
+    /// sequential small GETs per path and run, and keep-alive connections and window for
+    /// requests/s.
+    pub app_bytes: u64,
+    pub app_requests: usize,
+    pub app_connections: usize,
+    pub app_window: Duration,
     /// Time limit for any single wait (a job to finish, a process to answer).
     pub timeout: Duration,
 }
@@ -75,13 +82,18 @@ impl Sizes {
             relay_connects: 20,
             relay_keystrokes: 500,
             relay_streams: 1_000,
+            app_bytes: 1 << 30,
+            app_requests: 5_000,
+            app_connections: 16,
+            app_window: Duration::from_secs(5),
             timeout: Duration::from_secs(60),
         }
     }
 
     /// Same scenarios and scales where they define the goal (8 daemons, 50,000 poisoned jobs,
     /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs; P8 with 200 agents (the
-    /// ramp-up and window of 2,000 do not fit); the relay's transfers of 256 MiB, not 1 GiB.
+    /// ramp-up and window of 2,000 do not fit); the relay's transfers and the app proxy's download
+    /// of 256 MiB, not 1 GiB.
     pub fn quick() -> Self {
         Self {
             runs: 2,
@@ -97,6 +109,9 @@ impl Sizes {
             relay_bytes: 256 << 20,
             relay_connects: 10,
             relay_keystrokes: 200,
+            app_bytes: 256 << 20,
+            app_requests: 2_000,
+            app_window: Duration::from_secs(2),
             ..Self::full()
         }
     }
@@ -128,6 +143,10 @@ impl Sizes {
             relay_connects: 2,
             relay_keystrokes: 20,
             relay_streams: 20,
+            app_bytes: 4 << 20,
+            app_requests: 50,
+            app_connections: 4,
+            app_window: Duration::from_millis(500),
             timeout: Duration::from_secs(60),
         }
     }

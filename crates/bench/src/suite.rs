@@ -28,8 +28,10 @@ use crate::scenarios::{
 };
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
+use apps::app_rows;
 use relay::relay_rows;
 
+mod apps;
 mod relay;
 
 /// Progress on stderr (stdout is for the table).
@@ -121,6 +123,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     agent_download_rows(&download, &mut report);
     upload_rows(config, &work, &mut report, &progress).await?;
     relay_rows(config, &work, &mut report, &progress).await?;
+    app_rows(config, &work, &mut report, &progress).await?;
     progress.step("done");
     Ok(report)
 }
@@ -161,6 +164,9 @@ pub enum Only {
     /// The relay against direct baselines: P9, P10, keystrokes, connect time, memory per
     /// idle stream (issue 12).
     Relay,
+    /// The workspace-app proxy against the same app server reached directly: added latency,
+    /// requests/s, download throughput (issue 13).
+    Apps,
 }
 
 /// Only one scenario; its rows alone.
@@ -182,6 +188,7 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
     match only {
         Only::Uploads => upload_rows(config, &work, &mut report, &progress).await?,
         Only::Relay => relay_rows(config, &work, &mut report, &progress).await?,
+        Only::Apps => app_rows(config, &work, &mut report, &progress).await?,
     }
     progress.step("done");
     Ok(report)

@@ -3,6 +3,7 @@
 pub mod agentbin;
 pub mod agents;
 pub mod api;
+pub mod apps;
 pub mod bare;
 pub mod builds;
 pub mod ceiling;

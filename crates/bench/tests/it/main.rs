@@ -240,6 +240,29 @@ async fn a_tiny_run_completes_with_sane_figures() -> anyhow::Result<()> {
     let per_stream = median(&report, "-", "coderd memory per idle relay stream")?;
     assert!(per_stream.is_finite(), "{per_stream}");
 
+    // The app proxy: every request answered through a real agent, with the direct baseline of
+    // the same run beside it; percentiles ordered.
+    assert_eq!(count(&report, "app_downloads")?, runs);
+    assert!(count(&report, "app_requests")? >= runs * 2 * sizes.app_requests);
+    assert_eq!(median(&report, "-", "app proxy: failed requests")?, 0.0);
+    let (l50, l99) = (
+        median(&report, "-", "app proxy: small GET p50")?,
+        median(&report, "-", "app proxy: small GET p99")?,
+    );
+    assert!(0.0 < l50 && l50 <= l99, "{l50} {l99}");
+    for metric in [
+        "app proxy: small GET p50",
+        "app proxy: small GETs",
+        "app proxy: download",
+    ] {
+        let r = row(&report, "-", metric)?;
+        assert!(r.ours.is_some_and(|v| v.median > 0.0), "{metric}");
+        assert!(
+            r.ratio.is_some_and(|v| v > 0.0),
+            "{metric}: direct baseline"
+        );
+    }
+
     // The outputs are written, and the docs keep what humans wrote.
     let dir = tempfile::tempdir()?;
     let json = dir.path().join("bench.json");
