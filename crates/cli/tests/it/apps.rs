@@ -184,6 +184,8 @@ async fn path_apps_serve_their_owner_only_and_never_see_coderds_credentials() ->
         .send()
         .await?;
     assert_eq!(r.status(), StatusCode::OK);
+    // coderd's framing policy is its own pages', not the app's.
+    assert!(r.headers().get("x-frame-options").is_none());
     let seen: serde_json::Value = r.json().await?;
     let text = seen.to_string();
     let secret = token.split_once('-').context("token shape")?.1;

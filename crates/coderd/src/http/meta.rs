@@ -130,3 +130,24 @@ pub async fn record_http_metrics(req: Request, next: Next) -> Response {
     .record(start.elapsed().as_secs_f64());
     response
 }
+
+/// coderd's own pages and answers may never be framed by another site (clickjacking); a front
+/// door that sets its own policy keeps it. Apps answer before this layer: their headers are
+/// their own.
+pub async fn deny_framing(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    let headers = response.headers_mut();
+    if !headers.contains_key(header::X_FRAME_OPTIONS) {
+        headers.insert(
+            header::X_FRAME_OPTIONS,
+            header::HeaderValue::from_static("DENY"),
+        );
+    }
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_static("frame-ancestors 'none'"),
+        );
+    }
+    response
+}

@@ -77,7 +77,8 @@ pub fn router(
         .with_state(state.clone());
     let app = front_doors
         .iter()
-        .fold(app, |app, door| app.merge(door(state.clone())));
+        .fold(app, |app, door| app.merge(door(state.clone())))
+        .layer(axum::middleware::from_fn(meta::deny_framing));
     // App paths and app hosts belong to neither the API nor another front door: the app proxy
     // answers them first (the dashboard's `/@{user}/{workspace}` would take app paths).
     app.layer(axum::middleware::from_fn_with_state(

@@ -498,5 +498,22 @@ async fn endpoints_need_a_session_except_the_public_ones() -> anyhow::Result<()>
         let status = anonymous.request(Method::GET, path)?.send().await?.status();
         assert_eq!(status, 401, "{path}");
     }
+    // Nothing of coderd's may be framed by another site, answered or refused.
+    for path in ["/api/v2/buildinfo", "/api/v2/users", "/healthz"] {
+        let response = anonymous.request(Method::GET, path)?.send().await?;
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert_eq!(header("x-frame-options").as_deref(), Some("DENY"), "{path}");
+        assert_eq!(
+            header("content-security-policy").as_deref(),
+            Some("frame-ancestors 'none'"),
+            "{path}"
+        );
+    }
     Ok(())
 }
