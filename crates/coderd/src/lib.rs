@@ -6,6 +6,7 @@ pub mod auth;
 pub mod authz;
 pub mod clock;
 pub mod config;
+pub mod cookies;
 pub mod domain;
 pub mod error;
 pub mod http;

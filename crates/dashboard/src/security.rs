@@ -86,18 +86,6 @@ pub fn check_origin(method: &Method, headers: &HeaderMap) -> Result<(), PageErro
     Ok(())
 }
 
-/// A cookie's value from the request's `Cookie` headers.
-pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,7 +51,7 @@ fn login_redirect(parts: &Parts) -> Response {
 
 /// The session token a request carries in its cookie, if any.
 pub fn token(headers: &HeaderMap) -> Option<&str> {
-    security::cookie(headers, SESSION_TOKEN_COOKIE).filter(|t| !t.is_empty())
+    coderd::cookies::value(headers, SESSION_TOKEN_COOKIE).filter(|t| !t.is_empty())
 }
 
 impl FromRequestParts<AppState> for Viewer {

@@ -257,7 +257,7 @@ async fn authorise(
     let key_id = session_token
         .and_then(crate::auth::split_token)
         .map_or("", |(id, _)| id);
-    for cookie in cookies(headers, token::TOKEN_COOKIE) {
+    for cookie in crate::cookies::values(headers, token::TOKEN_COOKIE) {
         if let Some(target) = token::check(keys, cookie, id, key_id) {
             return Ok((target, None));
         }
@@ -306,19 +306,7 @@ fn session_token(headers: &HeaderMap, dashboard: bool) -> Option<String> {
     } else {
         token::SESSION_COOKIE
     };
-    cookies(headers, name).next().map(str::to_owned)
-}
-
-/// Values of the cookies named `name`.
-fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .filter(move |(n, _)| *n == name)
-        .map(|(_, v)| v)
+    crate::cookies::value(headers, name).map(str::to_owned)
 }
 
 fn set_cookie(

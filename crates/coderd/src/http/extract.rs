@@ -92,14 +92,7 @@ pub fn token_from_parts(parts: &Parts) -> Option<String> {
     {
         return Some(v.trim().to_string());
     }
-    let cookie = headers
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_TOKEN_COOKIE)
-        .map(|(_, value)| value.to_string());
+    let cookie = crate::cookies::value(headers, SESSION_TOKEN_COOKIE).map(str::to_string);
     if cookie.is_some() {
         return cookie;
     }

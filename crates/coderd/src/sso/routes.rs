@@ -104,7 +104,7 @@ pub(crate) async fn oidc_callback(
     let finished = async {
         let pending = PendingAuth::open(
             &state.sso.state_keys,
-            cookie_value(&headers, STATE_COOKIE),
+            crate::cookies::value(&headers, STATE_COOKIE),
             PROVIDER,
             params.state.as_deref().unwrap_or_default(),
         )?;
@@ -169,17 +169,6 @@ fn cookie(name: &str, value: &str, path: &str, max_age: u64, secure: bool) -> He
     .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,18 +187,5 @@ mod tests {
         ] {
             assert_eq!(safe_redirect(bad), "/", "{bad:?}");
         }
-    }
-
-    #[test]
-    fn cookies_are_found_among_others() {
-        let mut headers = HeaderMap::new();
-        headers.append(
-            header::COOKIE,
-            HeaderValue::from_static("a=1; oauth_state=k:v"),
-        );
-        headers.append(header::COOKIE, HeaderValue::from_static("b=2"));
-        assert_eq!(cookie_value(&headers, STATE_COOKIE), Some("k:v"));
-        assert_eq!(cookie_value(&headers, "b"), Some("2"));
-        assert_eq!(cookie_value(&headers, "c"), None);
     }
 }

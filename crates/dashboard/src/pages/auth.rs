@@ -52,7 +52,7 @@ fn after_login(redirect: &str) -> String {
 
 /// The pre-session token: the one the browser already holds, or a new one (set by the page).
 fn pre_session_token(headers: &HeaderMap) -> (String, bool) {
-    match security::cookie(headers, PRE_SESSION_COOKIE).filter(|t| t.len() == 64) {
+    match coderd::cookies::value(headers, PRE_SESSION_COOKIE).filter(|t| t.len() == 64) {
         Some(t) => (t.to_owned(), false),
         None => (security::random_token(), true),
     }
@@ -70,7 +70,7 @@ fn with_pre_session_cookie(mut response: Response, token: &str, fresh: bool) -> 
 
 fn check_pre_session(headers: &HeaderMap, submitted: &str) -> PageResult<()> {
     security::check_origin(&Method::POST, headers)?;
-    let expected = security::cookie(headers, PRE_SESSION_COOKIE).unwrap_or("");
+    let expected = coderd::cookies::value(headers, PRE_SESSION_COOKIE).unwrap_or("");
     if security::tokens_match(expected, submitted) {
         Ok(())
     } else {
