@@ -88,17 +88,23 @@ async fn open(client: &Client, agent: Uuid) -> anyhow::Result<RelayStream> {
     }
 }
 
+/// How much `--stdio` moves per read and write. tokio's stdin and stdout hand every call to a
+/// blocking thread, and each write to the relay is a WebSocket message: `tokio::io::copy`'s
+/// 8 KiB made OpenSSH through `config-ssh` a third as fast as `coder ssh` itself.
+const STDIO_CHUNK: usize = 256 << 10;
+
 /// `--stdio`: the stream on stdin/stdout until either side ends.
 async fn stdio(stream: RelayStream) -> anyhow::Result<()> {
-    let (mut from, mut to) = tokio::io::split(stream);
+    let (from, mut to) = tokio::io::split(stream);
     let upload = tokio::spawn(async move {
-        let mut stdin = tokio::io::stdin();
-        let copied = tokio::io::copy(&mut stdin, &mut to).await;
+        let mut stdin = tokio::io::BufReader::with_capacity(STDIO_CHUNK, tokio::io::stdin());
+        let copied = tokio::io::copy_buf(&mut stdin, &mut to).await;
         let _ = to.shutdown().await;
         copied
     });
     let mut stdout = tokio::io::stdout();
-    let result = tokio::io::copy(&mut from, &mut stdout).await;
+    let mut from = tokio::io::BufReader::with_capacity(STDIO_CHUNK, from);
+    let result = tokio::io::copy_buf(&mut from, &mut stdout).await;
     let _ = stdout.flush().await;
     upload.abort();
     result.context("the connection to the workspace ended")?;
