@@ -249,6 +249,24 @@ fn rows() -> Vec<Row> {
         with(
             Setup::Workspace,
             row(
+                M::GET,
+                "/api/v2/workspacebuilds/{build}/timings",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/port-share",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
                 M::POST,
                 "/api/v2/workspaces/{ws}/builds",
                 Some(json!({"transition": "stop"})),
