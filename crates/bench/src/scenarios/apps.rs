@@ -17,7 +17,6 @@
 //! cookie is picked up when the old one expires.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -31,7 +30,6 @@ use uuid::Uuid;
 
 use crate::deploy::Deployment;
 use crate::procs::{Cluster, cpu_time};
-use crate::scenarios::relay::ssh::{Killed, coder};
 use crate::stats::Percentiles;
 
 /// coderd's signed app token cookie (`coderd::apps::token::TOKEN_COOKIE`, private to coderd):
@@ -157,57 +155,20 @@ async fn with_deployment(
     progress("apps: a workspace with a real coder agent and a path app on a loopback server");
     let (port, _server) = serve().await?;
     let token = Uuid::new_v4().to_string();
-    let (_, tpl) = deploy
-        .template("bench-apps", &template(&token, port)?, &[], true)
-        .await?;
-    let tpl = tpl.context("the apps template was not created")?;
-    let created = deploy
-        .workspaces(tpl.id, "apps", 1)
-        .await?
-        .into_iter()
-        .next()
-        .context("the apps workspace")?;
-    // As created it has no resources yet; its finished build has.
-    let ws = deploy.owner.workspace(created.id).await?;
-    let agent = ws
-        .latest_build
-        .resources
-        .iter()
-        .flat_map(|r| &r.agents)
-        .next()
-        .context("the apps workspace's agent")?
-        .id;
-    let home = work.join("home");
-    std::fs::create_dir_all(&home)?;
-    let agent_process = Killed(
-        coder(coder_bin, &work.join("agent-cli"))
-            .args(["agent", "--log-dir"])
-            .arg(work.join("agent-logs"))
-            .env("CODER_AGENT_URL", deploy.server.url.as_str())
-            .env("CODER_AGENT_TOKEN", &token)
-            .env("HOME", &home)
-            .current_dir(&home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?,
+    let started = super::agent_workspace::start(
+        deploy,
+        coder_bin,
+        work,
+        "apps",
+        &template(&token, port)?,
+        &token,
+        plan.timeout,
+    )
+    .await?;
+    let (ws, agent_pid) = (
+        &started.workspace,
+        Pid::from_raw(i32::try_from(started.process.0.id())?),
     );
-    let agent_pid = Pid::from_raw(i32::try_from(agent_process.0.id())?);
-    let deadline = Instant::now() + plan.timeout;
-    loop {
-        let a = deploy.owner.workspace_agent(agent).await?;
-        if a.status == "connected" && a.lifecycle_state == "ready" {
-            break;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the apps bench's agent is {} / {} after {:?}",
-            a.status,
-            a.lifecycle_state,
-            plan.timeout
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 
     let base = deploy.server.url.as_str().trim_end_matches('/');
     let proxied = Target {
@@ -300,7 +261,7 @@ async fn with_deployment(
             out.download_cpu.push(download_cpu);
         }
     }
-    drop(agent_process);
+    drop(started);
     Ok(out)
 }
 

@@ -1,5 +1,6 @@
 //! One module per scenario. Each returns per-run figures; `suite` turns them into rows.
 
+pub mod agent_workspace;
 pub mod agentbin;
 pub mod agents;
 pub mod api;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use codersdk::relay::Target;
 use provisionerd::engines::echo::EchoTemplate;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -119,61 +119,22 @@ async fn with_deployment(
 ) -> anyhow::Result<RelayRun> {
     progress("relay: a workspace with a real coder agent");
     let token = Uuid::new_v4().to_string();
-    let (_, tpl) = deploy
-        .template("bench-relay", &template(&token)?, &[], true)
-        .await?;
-    let tpl = tpl.context("the relay template was not created")?;
-    let created = deploy
-        .workspaces(tpl.id, "relay", 1)
-        .await?
-        .into_iter()
-        .next()
-        .context("the relay workspace")?;
-    // As created it has no resources yet; its finished build has.
-    let ws = deploy.owner.workspace(created.id).await?;
-    let agent = ws
-        .latest_build
-        .resources
-        .iter()
-        .flat_map(|r| &r.agents)
-        .next()
-        .context("the relay workspace's agent")?
-        .id;
+    let started = super::agent_workspace::start(
+        deploy,
+        coder_bin,
+        work,
+        "relay",
+        &template(&token)?,
+        &token,
+        plan.timeout,
+    )
+    .await?;
+    let (ws, agent) = (&started.workspace, started.agent);
     // What `coder login` leaves: config-ssh's ProxyCommand reads the session from here.
     let cli_config = work.join("cli");
     std::fs::create_dir_all(&cli_config)?;
     std::fs::write(cli_config.join("url"), deploy.server.url.as_str())?;
     std::fs::write(cli_config.join("session"), &deploy.token)?;
-    let home = work.join("home");
-    std::fs::create_dir_all(&home)?;
-    let _agent = Killed(
-        coder(coder_bin, &work.join("agent-cli"))
-            .args(["agent", "--log-dir"])
-            .arg(work.join("agent-logs"))
-            .env("CODER_AGENT_URL", deploy.server.url.as_str())
-            .env("CODER_AGENT_TOKEN", &token)
-            .env("HOME", &home)
-            .current_dir(&home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?,
-    );
-    let deadline = Instant::now() + plan.timeout;
-    loop {
-        let a = deploy.owner.workspace_agent(agent).await?;
-        if a.status == "connected" && a.lifecycle_state == "ready" {
-            break;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the relay bench's agent is {} / {} after {:?}",
-            a.status,
-            a.lifecycle_state,
-            plan.timeout
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 
     progress("relay P10: TCP into a sink, direct / relay stream / coder port-forward");
     let (direct_tcp, relay_stream, port_forward) =
