@@ -53,10 +53,13 @@ pub async fn start(
         .next()
         .with_context(|| format!("the {name} workspace's agent"))?
         .id;
+    // The agent starts in its own home, where a relative `--coder-bin` would not resolve.
+    let coder_bin = std::fs::canonicalize(coder_bin)
+        .with_context(|| format!("locating {}", coder_bin.display()))?;
     let home = work.join("home");
     std::fs::create_dir_all(&home)?;
     let process = Killed(
-        coder(coder_bin, &work.join("agent-cli"))
+        coder(&coder_bin, &work.join("agent-cli"))
             .args(["agent", "--log-dir"])
             .arg(work.join("agent-logs"))
             .env("CODER_AGENT_URL", deploy.server.url.as_str())
