@@ -138,6 +138,7 @@ impl AppState {
         let store = Store::new(pool.clone());
         options.deployment_id = store.deployment_id().await?;
         let sso = crate::sso::Sso::start(&store, &options).await?;
+        options.apps.keys = Arc::new(crate::apps::deployment_keys(&store).await?);
         let login_limits = Arc::new(crate::limits::LoginLimits::new(options.login_limits));
         login_limits.clone().prune_until(shutdown.child_token());
         let pubsub = Pubsub::start(pool, shutdown.child_token());

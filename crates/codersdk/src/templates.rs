@@ -45,6 +45,10 @@ pub struct Template {
     /// The widest sharing level a workspace port may have: owner, authenticated,
     /// organization or public.
     pub max_port_share_level: String,
+    /// How the app proxy treats cross-origin requests to this template's apps: `simple`
+    /// (coderd answers them; apps of the same user may call each other) or `passthru` (left to
+    /// the app).
+    pub cors_behavior: String,
     /// p50/p95 build times (ms) of recent `start`, `stop` and `delete` builds.
     pub build_time_stats: std::collections::BTreeMap<String, TransitionStats>,
 }
@@ -110,6 +114,9 @@ pub struct CreateTemplateRequest {
     pub require_active_version: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_port_share_level: Option<String>,
+    /// `simple` (the default) or `passthru`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors_behavior: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -155,6 +162,9 @@ pub struct UpdateTemplateMeta {
     pub require_active_version: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_port_share_level: Option<String>,
+    /// `simple` (the default) or `passthru`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors_behavior: Option<String>,
 }
 
 /// `PATCH /templates/{id}/versions`: promote a version.

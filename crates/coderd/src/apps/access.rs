@@ -6,6 +6,7 @@
 
 use uuid::Uuid;
 
+pub use super::cors::Cors;
 use super::host::AppName;
 use super::pages::AppError;
 use crate::authz::Action;
@@ -33,6 +34,10 @@ pub struct Target {
     pub port: u16,
     /// The app URL's path, which the request's path is appended to.
     pub base_path: String,
+    /// The app speaks https (see [`super::tls`]).
+    pub tls: bool,
+    /// The template's `cors_behavior`.
+    pub cors: Cors,
 }
 
 /// Sharing levels, from the narrowest (an organization is narrower than every signed-in user).
@@ -59,6 +64,25 @@ impl Sharing {
 fn internal(e: impl std::fmt::Display) -> AppError {
     tracing::error!(error = %e, "resolving a workspace app");
     AppError::Internal
+}
+
+/// The `cors_behavior` of the template of `user`'s `workspace` (`simple` when there is no
+/// such workspace: the stricter answer, and the same one whether or not it exists).
+pub async fn cors_of(state: &AppState, user: &str, workspace: &str) -> Cors {
+    let Ok(owner) = state.store.user_by_username(user).await else {
+        return Cors::Simple;
+    };
+    let Ok(workspace) = state
+        .store
+        .workspace_by_owner_and_name(owner.id, workspace)
+        .await
+    else {
+        return Cors::Simple;
+    };
+    match state.store.template_by_id(workspace.template_id).await {
+        Ok(template) => Cors::parse(&template.cors_behavior),
+        Err(_) => Cors::Simple,
+    }
 }
 
 /// Resolves and authorises `app` for `session` (`None`: anonymous).
@@ -135,15 +159,13 @@ pub async fn resolve(
     }
     .ok_or_else(hidden)?;
 
-    let (sharing, port, base_path) = match &app.app {
+    let template = state
+        .store
+        .template_by_id(workspace.template_id)
+        .await
+        .map_err(internal)?;
+    let (sharing, port, base_path, tls) = match &app.app {
         AppName::Port { port, https } => {
-            if *https {
-                return Err(if may_read {
-                    https_unsupported()
-                } else {
-                    hidden()
-                });
-            }
             // A port is the owner's unless shared, and never beyond the template's maximum
             // (read now, so lowering it narrows existing shares at once).
             let share = state
@@ -152,18 +174,11 @@ pub async fn resolve(
                 .await
                 .map_err(internal)?;
             let sharing = match share {
-                Some(share) => {
-                    let template = state
-                        .store
-                        .template_by_id(workspace.template_id)
-                        .await
-                        .map_err(internal)?;
-                    Sharing::parse(&share.share_level)
-                        .min(Sharing::parse(&template.max_port_share_level))
-                }
+                Some(share) => Sharing::parse(&share.share_level)
+                    .min(Sharing::parse(&template.max_port_share_level)),
                 None => Sharing::Owner,
             };
-            (sharing, *port, "/".to_string())
+            (sharing, *port, "/".to_string(), *https)
         }
         AppName::Slug(slug) => {
             let row = tree
@@ -184,7 +199,7 @@ pub async fn resolve(
                 )),
             };
             match upstream {
-                Ok((port, base)) => (sharing, port, base),
+                Ok(Upstream { port, base, tls }) => (sharing, port, base, tls),
                 // Details are for those who may open the app.
                 Err(e) => {
                     authorize(state, session, &workspace, tree.agent.id, sharing, app).await?;
@@ -204,6 +219,8 @@ pub async fn resolve(
         agent_id: tree.agent.id,
         port,
         base_path,
+        tls,
+        cors: Cors::parse(&template.cors_behavior),
     })
 }
 
@@ -223,28 +240,29 @@ fn subdomain_only(state: &AppState, slug: &str, agent: &str, app: &AppRef) -> Ap
     }
 }
 
-fn https_unsupported() -> AppError {
-    AppError::unavailable(
-        "HTTPS inside the workspace is not supported yet.",
-        "Serve the application over plain HTTP on the workspace's loopback.",
-    )
+/// Where on the agent's loopback an app's URL points.
+#[derive(Debug, PartialEq, Eq)]
+struct Upstream {
+    port: u16,
+    base: String,
+    tls: bool,
 }
 
-/// The port and path of an app's URL; only the agent's loopback is reachable.
-fn upstream(url: &str) -> Result<(u16, String), AppError> {
+/// The port, path and protocol of an app's URL; only the agent's loopback is reachable.
+fn upstream(url: &str) -> Result<Upstream, AppError> {
     let parsed = url::Url::parse(url).map_err(|_| {
         AppError::unavailable("The application's URL is invalid.", format!("{url:?}"))
     })?;
-    match parsed.scheme() {
-        "http" => {}
-        "https" => return Err(https_unsupported()),
+    let tls = match parsed.scheme() {
+        "http" => false,
+        "https" => true,
         other => {
             return Err(AppError::unavailable(
                 "The application's URL has an unsupported scheme.",
                 other.to_string(),
             ));
         }
-    }
+    };
     let loopback = match parsed.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
@@ -257,8 +275,14 @@ fn upstream(url: &str) -> Result<(u16, String), AppError> {
             "Apps are proxied to the workspace's loopback (localhost/127.0.0.1).",
         ));
     }
-    let port = parsed.port_or_known_default().unwrap_or(80);
-    Ok((port, parsed.path().to_string()))
+    let port = parsed
+        .port_or_known_default()
+        .unwrap_or(if tls { 443 } else { 80 });
+    Ok(Upstream {
+        port,
+        base: parsed.path().to_string(),
+        tls,
+    })
 }
 
 /// Applies `sharing` (path apps are forced to owner unless the operator allowed sharing).
@@ -316,14 +340,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_plain_http_on_the_loopback_is_proxied() {
+    fn only_http_and_https_on_the_loopback_are_proxied() {
+        let up = |port, base: &str, tls| {
+            Some(Upstream {
+                port,
+                base: base.into(),
+                tls,
+            })
+        };
         assert_eq!(
             upstream("http://localhost:8080/x/").ok(),
-            Some((8080, "/x/".into()))
+            up(8080, "/x/", false)
         );
-        assert_eq!(upstream("http://127.0.0.1").ok(), Some((80, "/".into())));
+        assert_eq!(upstream("http://127.0.0.1").ok(), up(80, "/", false));
+        assert_eq!(
+            upstream("https://localhost:8443/").ok(),
+            up(8443, "/", true)
+        );
+        assert_eq!(upstream("https://[::1]").ok(), up(443, "/", true));
         assert!(upstream("http://example.com:80").is_err());
-        assert!(upstream("https://localhost:8443").is_err());
+        assert!(upstream("https://example.com").is_err());
         assert!(upstream("file:///etc/passwd").is_err());
         assert_eq!(Sharing::parse("bogus"), Sharing::Owner);
     }

@@ -11,7 +11,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::Utc;
 
-use super::access::AppRef;
+use super::access::{self, AppRef, Cors};
+use super::cors;
 use super::host::AppHost;
 use super::pages::{self, AppError};
 use super::proxy::{self, HANDOFF_PARAM};
@@ -77,6 +78,14 @@ pub async fn serve_subdomain(state: &AppState, app: AppHost, request: Request) -
         return response;
     }
 
+    // Preflights carry no credentials: under `simple` they are answered here, before any
+    // authorisation (which would only send them to a login page).
+    if cors::is_preflight(request.method(), &headers)
+        && access::cors_of(state, &app.user, &app.workspace).await == Cors::Simple
+    {
+        return cors::preflight(cors::allowed_origin(&wildcard, &app, &headers), &headers);
+    }
+
     let reference = AppRef {
         user: app.user.clone(),
         workspace: app.workspace.clone(),
@@ -109,6 +118,11 @@ pub async fn serve_subdomain(state: &AppState, app: AppHost, request: Request) -
             let fwd = forwarded(state, &request);
             match proxy::forward(state, &target, &upstream, fwd, request).await {
                 Ok(mut response) => {
+                    if target.cors == Cors::Simple
+                        && let Some(origin) = cors::allowed_origin(&wildcard, &app, &headers)
+                    {
+                        cors::allow(response.headers_mut(), origin.clone());
+                    }
                     if let Some(minted) = minted {
                         let age = token::LIFETIME.as_secs();
                         set_cookie(state, &mut response, token::TOKEN_COOKIE, &minted, "/", age);

@@ -9,12 +9,14 @@
 //!   why not.
 
 mod access;
+mod cors;
 pub(crate) mod handoff;
 pub mod host;
 mod pages;
 mod path;
 pub(crate) mod port_share;
 mod proxy;
+mod tls;
 mod token;
 
 use std::sync::Arc;
@@ -46,12 +48,26 @@ pub struct Settings {
     pub allow_path_app_site_owner_access: bool,
     /// `--wildcard-access-url`: where subdomain apps live; without it they are unavailable.
     pub wildcard: Option<Wildcard>,
-    /// Seal app tokens and the keys handed to app hosts. Per process for now: a restart only
-    /// makes browsers authorise their apps again. (Replicas will share keys from the database.)
+    /// Seal app tokens and the keys handed to app hosts. [`AppState::start`] replaces the
+    /// default (a key of this process's own) with the deployment's key from the database, so
+    /// every replica opens what another sealed, and a restart keeps browsers signed in.
     pub keys: Arc<KeyRing>,
     /// How long an app may take to send its response's head (its body may stream for as long
     /// as it likes): a hung app must not pin a request forever.
     pub response_timeout: std::time::Duration,
+}
+
+/// Where the deployment's app key is kept (`site_configs`).
+const KEY_NAME: &str = "app_signing_key";
+
+/// The deployment's app key, created by the first replica that asks.
+pub async fn deployment_keys(store: &crate::store::Store) -> Result<KeyRing, crate::store::Error> {
+    let secret = store.site_secret(KEY_NAME, KeyRing::generate_key).await?;
+    Ok(KeyRing::from_base64(&[secret]).unwrap_or_else(|e| {
+        // Only a hand-edited database gets here; apps still open through this replica.
+        tracing::error!(error = %e, "the stored app key is damaged; using a temporary one");
+        KeyRing::ephemeral()
+    }))
 }
 
 impl Default for Settings {

@@ -17,7 +17,8 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use uuid::Uuid;
 
-use super::access::Target;
+use super::access::{Cors, Target};
+use super::cors;
 use super::pages::AppError;
 use crate::relay::{self, OpenError};
 use crate::state::AppState;
@@ -46,9 +47,10 @@ struct Idle {
     since: Instant,
 }
 
-type Key = (Uuid, u16);
+/// An agent, a port, and whether the app there speaks TLS.
+type Key = (Uuid, u16, bool);
 
-/// Idle keep-alive connections per (agent, port).
+/// Idle keep-alive connections per agent, port and protocol.
 #[derive(Clone, Default)]
 pub struct Pool {
     idle: Arc<Mutex<HashMap<Key, Vec<Idle>>>>,
@@ -85,7 +87,7 @@ impl Pool {
         map.retain(|_, list| !list.is_empty());
     }
 
-    fn take(&self, key: (Uuid, u16)) -> Option<SendRequest<Body>> {
+    fn take(&self, key: Key) -> Option<SendRequest<Body>> {
         let mut map = self.lock();
         let list = map.get_mut(&key)?;
         while let Some(idle) = list.pop() {
@@ -97,7 +99,7 @@ impl Pool {
     }
 
     /// Puts `sender` back once its exchange is over (its response body read to the end).
-    fn give_back_when_ready(&self, key: (Uuid, u16), mut sender: SendRequest<Body>) {
+    fn give_back_when_ready(&self, key: Key, mut sender: SendRequest<Body>) {
         let pool = self.clone();
         tokio::spawn(async move {
             if sender.ready().await.is_err() {
@@ -139,9 +141,25 @@ async fn connect(state: &AppState, target: &Target) -> Result<SendRequest<Body>,
             active.to_agent(usize::try_from(up).unwrap_or(usize::MAX));
         }
     });
+    if target.tls {
+        let tls = super::tls::connect(ours)
+            .await
+            .map_err(|e| AppError::Upstream {
+                detail: format!("the TLS handshake with the application failed: {e}"),
+            })?;
+        handshake(tls).await
+    } else {
+        handshake(ours).await
+    }
+}
+
+async fn handshake<T>(io: T) -> Result<SendRequest<Body>, AppError>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (sender, connection) = http1::Builder::new()
         .max_buf_size(MAX_HEAD_BYTES)
-        .handshake(TokioIo::new(ours))
+        .handshake(TokioIo::new(io))
         .await
         .map_err(|e| AppError::Upstream {
             detail: e.to_string(),
@@ -191,7 +209,7 @@ pub async fn forward(
     *upstream.uri_mut() = uri;
     *upstream.headers_mut() = headers;
 
-    let key = (target.agent_id, target.port);
+    let key = (target.agent_id, target.port, target.tls);
     let pool = &state.app_pool;
     let send = async move {
         if let Some(mut sender) = pool.take(key) {
@@ -219,7 +237,7 @@ pub async fn forward(
             .map_err(|_| AppError::Upstream {
                 detail: format!("no response within {} s", limit.as_secs_f32()),
             })??;
-    finish(pool, key, sender, response, client_upgrade)
+    finish(pool, key, sender, response, client_upgrade, target.cors)
 }
 
 fn upstream_error(e: hyper::Error) -> AppError {
@@ -232,11 +250,15 @@ fn upstream_error(e: hyper::Error) -> AppError {
 /// ends, or an upgrade splices the two connections.
 fn finish(
     pool: &Pool,
-    key: (Uuid, u16),
+    key: Key,
     sender: SendRequest<Body>,
     mut response: hyper::Response<hyper::body::Incoming>,
     client_upgrade: Option<hyper::upgrade::OnUpgrade>,
+    cors: Cors,
 ) -> Result<Response, AppError> {
+    if cors == Cors::Simple {
+        cors::strip_app_headers(response.headers_mut());
+    }
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         let Some(client) = client_upgrade else {
             return Err(AppError::Upstream {

@@ -65,6 +65,8 @@ mod tests {
             agent_id: uuid::Uuid::new_v4(),
             port: 8080,
             base_path: "/".into(),
+            tls: false,
+            cors: super::super::cors::Cors::Simple,
         }
     }
 

@@ -263,6 +263,7 @@ fn template_view(
         time_til_dormant_autodelete_ms: row.time_til_dormant_autodelete_ms,
         require_active_version: row.require_active_version,
         max_port_share_level: row.max_port_share_level,
+        cors_behavior: row.cors_behavior,
         build_time_stats,
     }
 }

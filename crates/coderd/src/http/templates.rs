@@ -406,6 +406,7 @@ pub(super) async fn create_template(
             schedule,
             require_active_version: req.require_active_version,
             max_port_share_level: req.max_port_share_level.unwrap_or_else(|| "owner".into()),
+            cors_behavior: req.cors_behavior.unwrap_or_else(|| "simple".into()),
         })
         .await
         .map_err(|e| match e {
@@ -518,6 +519,7 @@ pub(super) async fn update_template(
                 schedule,
                 require_active_version: req.require_active_version,
                 max_port_share_level: req.max_port_share_level,
+                cors_behavior: req.cors_behavior,
                 touch_workspaces_last_used: req.update_workspace_last_used_at,
                 touch_workspaces_dormant: req.update_workspace_dormant_at,
             },

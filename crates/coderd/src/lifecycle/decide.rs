@@ -197,6 +197,7 @@ mod tests {
                     time_til_dormant_autodelete_ms: 0,
                     require_active_version: false,
                     max_port_share_level: "owner".into(),
+                    cors_behavior: "simple".into(),
                     organization_name: "o".into(),
                     organization_display_name: String::new(),
                     organization_icon: String::new(),

@@ -54,6 +54,7 @@ pub struct TemplateRow {
     pub time_til_dormant_autodelete_ms: i64,
     pub require_active_version: bool,
     pub max_port_share_level: String,
+    pub cors_behavior: String,
     pub organization_name: String,
     pub organization_display_name: String,
     pub organization_icon: String,
@@ -75,6 +76,7 @@ pub struct NewTemplate {
     pub schedule: TemplateScheduleRow,
     pub require_active_version: bool,
     pub max_port_share_level: String,
+    pub cors_behavior: String,
 }
 
 /// A template's scheduling settings, as stored.
@@ -140,6 +142,7 @@ pub struct TemplateChanges {
     pub schedule: Option<TemplateScheduleRow>,
     pub require_active_version: Option<bool>,
     pub max_port_share_level: Option<String>,
+    pub cors_behavior: Option<String>,
     /// Count the template's workspaces as used now, so a shorter dormancy threshold does not
     /// make them dormant at once.
     pub touch_workspaces_last_used: bool,
@@ -377,9 +380,9 @@ impl Store {
                        autostop_requirement_days_of_week, autostop_requirement_weeks,
                        autostart_allowed_days, allow_user_autostart, allow_user_autostop,
                        failure_ttl_ms, time_til_dormant_ms, time_til_dormant_autodelete_ms,
-                       require_active_version, max_port_share_level)
+                       require_active_version, max_port_share_level, cors_behavior)
                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $14, $15,
-                           $16, $17, $18, $19, $20, $21, $22, $23)"#,
+                           $16, $17, $18, $19, $20, $21, $22, $23, $24)"#,
                 t.id,
                 t.organization_id,
                 t.name,
@@ -402,7 +405,8 @@ impl Store {
                 t.schedule.time_til_dormant_ms,
                 t.schedule.time_til_dormant_autodelete_ms,
                 t.require_active_version,
-                t.max_port_share_level
+                t.max_port_share_level,
+                t.cors_behavior
             )
             .execute(&mut *tx)
             .await?;
@@ -475,6 +479,7 @@ impl Store {
                      deprecated = COALESCE($7, deprecated),
                      require_active_version = COALESCE($8, require_active_version),
                      max_port_share_level = COALESCE($9, max_port_share_level),
+                     cors_behavior = COALESCE($10, cors_behavior),
                      updated_at = now()
                    WHERE id = $1 AND NOT deleted"#,
                 id,
@@ -485,7 +490,8 @@ impl Store {
                 c.allow_user_cancel_workspace_jobs,
                 c.deprecated,
                 c.require_active_version,
-                c.max_port_share_level
+                c.max_port_share_level,
+                c.cors_behavior
             )
             .execute(&mut *tx)
             .await?;

@@ -204,6 +204,7 @@ pub const THRESHOLD_MAX_MS: i64 = 3650 * 24 * 60 * MINUTE_MS;
 /// Coder's limit on the weeks between required restarts.
 pub const AUTOSTOP_WEEKS_MAX: i64 = crate::schedule::autostop::MAX_REQUIREMENT_WEEKS;
 /// The sharing levels of workspace ports and apps, narrowest first.
+pub const CORS_BEHAVIORS: &[&str] = &["simple", "passthru"];
 pub const PORT_SHARE_LEVELS: &[&str] = &["owner", "authenticated", "organization", "public"];
 
 /// A template's activity bump: 0 (activity does not bump) up to the longest TTL.

@@ -155,6 +155,7 @@ struct ScheduleFields<'a> {
     autostart_requirement: Option<&'a TemplateAutostartRequirement>,
     thresholds: [(&'static str, Option<i64>); 3],
     max_port_share_level: Option<&'a str>,
+    cors_behavior: Option<&'a str>,
 }
 
 fn schedule_fields(v: &mut Validator, f: ScheduleFields<'_>) {
@@ -181,6 +182,9 @@ fn schedule_fields(v: &mut Validator, f: ScheduleFields<'_>) {
     }
     if let Some(level) = f.max_port_share_level {
         v.push("max_port_share_level", one_of(level, PORT_SHARE_LEVELS));
+    }
+    if let Some(behavior) = f.cors_behavior {
+        v.push("cors_behavior", one_of(behavior, CORS_BEHAVIORS));
     }
 }
 
@@ -209,6 +213,7 @@ pub fn create_template(req: &CreateTemplateRequest) -> ApiResult<()> {
                 ("delete_ttl_ms", req.delete_ttl_ms),
             ],
             max_port_share_level: req.max_port_share_level.as_deref(),
+            cors_behavior: req.cors_behavior.as_deref(),
         },
     );
     v.finish()
@@ -249,6 +254,7 @@ pub fn update_template(req: &UpdateTemplateMeta) -> ApiResult<()> {
                 ),
             ],
             max_port_share_level: req.max_port_share_level.as_deref(),
+            cors_behavior: req.cors_behavior.as_deref(),
         },
     );
     v.finish()
@@ -435,6 +441,7 @@ pub const DOCUMENTED: &[(&str, &[(&str, Limit)])] = &[
             ("dormant_ttl_ms", THRESHOLD),
             ("delete_ttl_ms", THRESHOLD),
             ("max_port_share_level", enumeration(PORT_SHARE_LEVELS)),
+            ("cors_behavior", enumeration(CORS_BEHAVIORS)),
         ],
     ),
     (
@@ -451,6 +458,7 @@ pub const DOCUMENTED: &[(&str, &[(&str, Limit)])] = &[
             ("time_til_dormant_ms", THRESHOLD),
             ("time_til_dormant_autodelete_ms", THRESHOLD),
             ("max_port_share_level", enumeration(PORT_SHARE_LEVELS)),
+            ("cors_behavior", enumeration(CORS_BEHAVIORS)),
         ],
     ),
     (

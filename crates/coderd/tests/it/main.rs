@@ -1,6 +1,7 @@
 //! coderd's integration tests: the real HTTP API on a real PostgreSQL.
 
 mod agents;
+mod app_origins;
 mod apps;
 mod auth;
 mod builds;

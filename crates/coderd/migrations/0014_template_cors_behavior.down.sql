@@ -1,0 +1,1 @@
+ALTER TABLE templates DROP COLUMN cors_behavior;
