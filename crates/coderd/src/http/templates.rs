@@ -428,12 +428,8 @@ pub(super) async fn list_org_templates(
     Path(org): Path<String>,
 ) -> ApiResult<Json<Vec<Template>>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    let visible = auth.can(Action::Read, &Object::in_org(Resource::Template, org.id));
-    let rows = if visible {
-        state.store.list_templates(false, &[org.id]).await?
-    } else {
-        Vec::new()
-    };
+    let filter = auth.subject.filter(Resource::Template);
+    let rows = state.store.list_templates(&filter, Some(org.id)).await?;
     Ok(Json(templates(&state, rows).await?))
 }
 
@@ -444,7 +440,7 @@ pub(super) async fn list_all_templates(
     auth: Auth,
 ) -> ApiResult<Json<Vec<Template>>> {
     let filter = auth.subject.filter(Resource::Template);
-    let rows = state.store.list_templates(filter.all, &filter.orgs).await?;
+    let rows = state.store.list_templates(&filter, None).await?;
     Ok(Json(templates(&state, rows).await?))
 }
 
@@ -456,11 +452,7 @@ pub(super) async fn template_by_name(
     Path((org, name)): Path<(String, String)>,
 ) -> ApiResult<Json<Template>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    let row = state.store.template_by_name(org.id, &name).await?;
-    auth.authorize(
-        Action::Read,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let row = resolve::template_by_name(&state, &auth.subject, org.id, &name).await?;
     Ok(Json(template(&state, row).await?))
 }
 
