@@ -143,7 +143,10 @@ impl crate::Client {
             .await
     }
 
-    pub async fn groups_by_organization(&self, org: &str) -> Result<Vec<Group>, crate::ClientError> {
+    pub async fn groups_by_organization(
+        &self,
+        org: &str,
+    ) -> Result<Vec<Group>, crate::ClientError> {
         self.get(&format!("/api/v2/organizations/{org}/groups"))
             .await
     }

@@ -67,7 +67,13 @@ struct GroupRow(Group);
 
 impl Tabular for GroupRow {
     fn headers() -> &'static [&'static str] {
-        &["name", "display name", "organization id", "members", "avatar url"]
+        &[
+            "name",
+            "display name",
+            "organization id",
+            "members",
+            "avatar url",
+        ]
     }
     fn row(&self) -> Vec<String> {
         let g = &self.0;

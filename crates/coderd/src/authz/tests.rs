@@ -190,5 +190,10 @@ fn templates_are_reached_through_their_access_lists() {
     let filter = in_team.filter(Resource::Template);
     assert_eq!(filter.acl_groups, vec![team]);
     assert_eq!(filter.acl_orgs, vec![org]);
-    assert!(Subject::system().filter(Resource::Template).acl_orgs.is_empty());
+    assert!(
+        Subject::system()
+            .filter(Resource::Template)
+            .acl_orgs
+            .is_empty()
+    );
 }

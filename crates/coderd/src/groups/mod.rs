@@ -84,7 +84,10 @@ async fn render(state: &AppState, rows: Vec<GroupRow>) -> Result<Vec<Group>> {
     let ids: Vec<Uuid> = rows.iter().map(|g| g.id).collect();
     let mut members: HashMap<Uuid, Vec<ReducedUser>> = HashMap::new();
     for m in state.store.group_members(&ids).await? {
-        members.entry(m.group_id).or_default().push(reduced_user(&m));
+        members
+            .entry(m.group_id)
+            .or_default()
+            .push(reduced_user(&m));
     }
     Ok(rows
         .into_iter()
@@ -171,7 +174,10 @@ fn check_fields(
         push("display_name", crate::validate::display_name(d));
     }
     if let Some(a) = avatar_url {
-        push("avatar_url", crate::validate::line(a, crate::validate::ICON_MAX));
+        push(
+            "avatar_url",
+            crate::validate::line(a, crate::validate::ICON_MAX),
+        );
     }
     if quota.is_some_and(|q| q < 0) {
         push("quota_allowance", Err("must not be negative".into()));
@@ -281,9 +287,22 @@ pub async fn patch(
         req.avatar_url.as_deref(),
         req.quota_allowance,
     )?;
-    let add_users = member_ids(state, row.organization_id, "add_users", &req.add_users, true).await?;
-    let remove_users =
-        member_ids(state, row.organization_id, "remove_users", &req.remove_users, false).await?;
+    let add_users = member_ids(
+        state,
+        row.organization_id,
+        "add_users",
+        &req.add_users,
+        true,
+    )
+    .await?;
+    let remove_users = member_ids(
+        state,
+        row.organization_id,
+        "remove_users",
+        &req.remove_users,
+        false,
+    )
+    .await?;
     let changes = GroupChanges {
         name: rename.map(str::to_string),
         display_name: req.display_name.clone(),
@@ -361,7 +380,11 @@ fn full_user(row: UserRow, org: Uuid) -> User {
 }
 
 /// A template's access list, for those who may change the template.
-pub async fn template_acl(state: &AppState, subject: &Subject, template: Uuid) -> Result<TemplateACL> {
+pub async fn template_acl(
+    state: &AppState,
+    subject: &Subject,
+    template: Uuid,
+) -> Result<TemplateACL> {
     let (row, acl) = managed_template(state, subject, template).await?;
     let mut users = Vec::new();
     for (id, role) in &acl.users {
@@ -377,7 +400,10 @@ pub async fn template_acl(state: &AppState, subject: &Subject, template: Uuid) -
     users.sort_by(|a, b| a.user.username.cmp(&b.user.username));
     let all = state.store.groups_in_org(row.organization_id).await?;
     let roles: HashMap<Uuid, AclRole> = acl.groups.iter().copied().collect();
-    let listed: Vec<GroupRow> = all.into_iter().filter(|g| roles.contains_key(&g.id)).collect();
+    let listed: Vec<GroupRow> = all
+        .into_iter()
+        .filter(|g| roles.contains_key(&g.id))
+        .collect();
     let groups = render(state, listed)
         .await?
         .into_iter()
@@ -496,7 +522,17 @@ mod tests {
         for ok in ["devs", "a", "team-1", &"x".repeat(36)] {
             assert!(group_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "Everyone", "everyone", "new", "create", "a--b", "-a", "a b", &"x".repeat(37)] {
+        for bad in [
+            "",
+            "Everyone",
+            "everyone",
+            "new",
+            "create",
+            "a--b",
+            "-a",
+            "a b",
+            &"x".repeat(37),
+        ] {
             assert!(group_name(bad).is_err(), "{bad}");
         }
     }

@@ -48,8 +48,7 @@ impl GroupSyncSettings {
             Some(Value::String(one)) if !one.is_empty() => vec![one.clone()],
             _ => Vec::new(),
         };
-        if !self.allowed_groups.is_empty() && !raw.iter().any(|g| self.allowed_groups.contains(g))
-        {
+        if !self.allowed_groups.is_empty() && !raw.iter().any(|g| self.allowed_groups.contains(g)) {
             return Err(NotAllowed {
                 field: field.into(),
             });
@@ -80,7 +79,10 @@ mod tests {
     #[test]
     fn claims_are_mapped_filtered_and_allowed() {
         let off = GroupSyncSettings::default();
-        assert_eq!(off.groups(&claims(serde_json::json!({"groups": ["a"]}))), Ok(None));
+        assert_eq!(
+            off.groups(&claims(serde_json::json!({"groups": ["a"]}))),
+            Ok(None)
+        );
 
         let sync = GroupSyncSettings {
             field: "roles".into(),
@@ -96,15 +98,26 @@ mod tests {
             sync.groups(&claims(serde_json::json!({"roles": "x"}))),
             Ok(Some(vec!["x".into()]))
         );
-        assert_eq!(sync.groups(&claims(serde_json::json!({}))), Ok(Some(vec![])));
+        assert_eq!(
+            sync.groups(&claims(serde_json::json!({}))),
+            Ok(Some(vec![]))
+        );
 
         let gated = GroupSyncSettings {
             field: "groups".into(),
             allowed_groups: vec!["staff".into()],
             ..Default::default()
         };
-        assert!(gated.groups(&claims(serde_json::json!({"groups": ["staff"]}))).is_ok());
-        assert!(gated.groups(&claims(serde_json::json!({"groups": ["guest"]}))).is_err());
+        assert!(
+            gated
+                .groups(&claims(serde_json::json!({"groups": ["staff"]})))
+                .is_ok()
+        );
+        assert!(
+            gated
+                .groups(&claims(serde_json::json!({"groups": ["guest"]})))
+                .is_err()
+        );
         assert!(gated.groups(&claims(serde_json::json!({}))).is_err());
     }
 }

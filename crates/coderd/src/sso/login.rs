@@ -53,9 +53,10 @@ pub async fn oidc_login(
         })?
         .to_string();
     check_email(settings, claims, &email)?;
-    let groups = settings.groups.groups(claims).map_err(|e| {
-        Error::refused(StatusCode::FORBIDDEN, format!("Sign-in refused: {e}."))
-    })?;
+    let groups = settings
+        .groups
+        .groups(claims)
+        .map_err(|e| Error::refused(StatusCode::FORBIDDEN, format!("Sign-in refused: {e}.")))?;
     let groups = match groups {
         Some(groups) => Some(GroupSync {
             organization_id: state.store.default_organization().await?.id,

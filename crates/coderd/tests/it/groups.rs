@@ -2,7 +2,9 @@
 //! validation in Coder's error shape, 404s across organizations, and a template restricted to a
 //! group invisible (list, get, create workspace) to everyone else.
 
-use codersdk::groups::{CreateGroupRequest, GroupSource, PatchGroupRequest, TemplateRole, UpdateTemplateACL};
+use codersdk::groups::{
+    CreateGroupRequest, GroupSource, PatchGroupRequest, TemplateRole, UpdateTemplateACL,
+};
 use codersdk::organizations::CreateOrganizationRequest;
 use codersdk::workspaces::CreateWorkspaceRequest;
 use codersdk::{Client, ClientError};
@@ -56,11 +58,18 @@ async fn groups_have_coders_shape_and_rules() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(
-        (devs.name.as_str(), devs.display_name.as_str(), devs.quota_allowance),
+        (
+            devs.name.as_str(),
+            devs.display_name.as_str(),
+            devs.quota_allowance
+        ),
         ("devs", "Developers", 3)
     );
     assert!(devs.members.is_empty() && devs.organization_id == org.id);
-    assert_eq!(refusal(owner.create_group("coder", &create("DEVS")).await), (409, vec![]));
+    assert_eq!(
+        refusal(owner.create_group("coder", &create("DEVS")).await),
+        (409, vec![])
+    );
     for bad in ["Everyone", "no spaces", "new", ""] {
         assert_eq!(
             refusal(owner.create_group("coder", &create(bad)).await),
@@ -81,7 +90,10 @@ async fn groups_have_coders_shape_and_rules() -> anyhow::Result<()> {
         .await?;
     let names: Vec<&str> = devs.members.iter().map(|m| m.username.as_str()).collect();
     assert_eq!(names, ["alice", "bob"]);
-    assert_eq!((devs.total_member_count, devs.display_name.as_str()), (2, "Devs"));
+    assert_eq!(
+        (devs.total_member_count, devs.display_name.as_str()),
+        (2, "Devs")
+    );
     let devs = owner
         .patch_group(
             devs.id,
@@ -125,7 +137,10 @@ async fn groups_have_coders_shape_and_rules() -> anyhow::Result<()> {
         add_users: vec![bob.id.to_string()],
         ..Default::default()
     };
-    assert_eq!(refusal(owner.patch_group(org.id, &join_everyone).await).0, 400);
+    assert_eq!(
+        refusal(owner.patch_group(org.id, &join_everyone).await).0,
+        400
+    );
     let rename = PatchGroupRequest {
         name: "All".into(),
         ..Default::default()
@@ -135,8 +150,14 @@ async fn groups_have_coders_shape_and_rules() -> anyhow::Result<()> {
 
     // Members read their organization's groups but change none of them.
     assert_eq!(alice_client.groups_by_organization("coder").await?.len(), 2);
-    assert_eq!(refusal(alice_client.create_group("coder", &create("mine")).await).0, 403);
-    assert_eq!(refusal(alice_client.patch_group(devs.id, &rename).await).0, 403);
+    assert_eq!(
+        refusal(alice_client.create_group("coder", &create("mine")).await).0,
+        403
+    );
+    assert_eq!(
+        refusal(alice_client.patch_group(devs.id, &rename).await).0,
+        403
+    );
     assert_eq!(refusal(alice_client.delete_group(devs.id).await).0, 403);
 
     // Another organization's groups do not exist for them.
@@ -147,12 +168,24 @@ async fn groups_have_coders_shape_and_rules() -> anyhow::Result<()> {
         })
         .await?;
     let theirs = owner.create_group("other", &create("devs")).await?;
-    assert_eq!(theirs.organization_id, other.id, "names are per organization");
-    assert_eq!(refusal(alice_client.groups_by_organization("other").await).0, 404);
+    assert_eq!(
+        theirs.organization_id, other.id,
+        "names are per organization"
+    );
+    assert_eq!(
+        refusal(alice_client.groups_by_organization("other").await).0,
+        404
+    );
     assert_eq!(refusal(alice_client.group(theirs.id).await).0, 404);
     assert_eq!(refusal(alice_client.group(other.id).await).0, 404);
-    assert_eq!(refusal(alice_client.group_by_org_and_name("other", "devs").await).0, 404);
-    assert_eq!(refusal(alice_client.patch_group(theirs.id, &rename).await).0, 404);
+    assert_eq!(
+        refusal(alice_client.group_by_org_and_name("other", "devs").await).0,
+        404
+    );
+    assert_eq!(
+        refusal(alice_client.patch_group(theirs.id, &rename).await).0,
+        404
+    );
     assert_eq!(refusal(alice_client.delete_group(theirs.id).await).0, 404);
 
     owner.delete_group(devs.id).await?;
@@ -226,7 +259,10 @@ async fn a_template_restricted_to_a_group_is_invisible_to_others() -> anyhow::Re
     assert!(bob.all_templates().await?.is_empty());
     assert!(bob.templates("coder").await?.is_empty());
     assert_eq!(refusal(bob.template(template.id).await).0, 404);
-    assert_eq!(refusal(bob.template_by_name("coder", "secret").await).0, 404);
+    assert_eq!(
+        refusal(bob.template_by_name("coder", "secret").await).0,
+        404
+    );
     assert_eq!(refusal(workspace(&bob, template.id, "nope").await).0, 400);
     assert_eq!(refusal(bob.template_acl(template.id).await).0, 404);
     assert_eq!(
@@ -256,7 +292,10 @@ async fn a_template_restricted_to_a_group_is_invisible_to_others() -> anyhow::Re
     assert_eq!(bob.template(template.id).await?.id, template.id);
     let acl = bob.template_acl(template.id).await?;
     assert_eq!(acl.users.len(), 1);
-    assert_eq!((acl.users[0].user.username.as_str(), acl.users[0].role), ("bob", TemplateRole::Admin));
+    assert_eq!(
+        (acl.users[0].user.username.as_str(), acl.users[0].role),
+        ("bob", TemplateRole::Admin)
+    );
     let available = bob.template_acl_available(template.id).await?;
     assert_eq!(available.groups.len(), 2);
     assert_eq!(available.users.len(), 4);
@@ -268,7 +307,10 @@ async fn a_template_restricted_to_a_group_is_invisible_to_others() -> anyhow::Re
     };
     assert_eq!(
         refusal(owner.update_template_acl(template.id, &bad).await),
-        (400, vec!["user_perms".to_string(), "group_perms".to_string()])
+        (
+            400,
+            vec!["user_perms".to_string(), "group_perms".to_string()]
+        )
     );
     let outsider_org = owner
         .create_organization(&CreateOrganizationRequest {
@@ -295,6 +337,9 @@ async fn a_template_restricted_to_a_group_is_invisible_to_others() -> anyhow::Re
     assert_eq!(refusal(bob.template(template.id).await).0, 404);
     owner.delete_group(devs.id).await?;
     assert!(alice.all_templates().await?.is_empty());
-    assert_eq!(refusal(workspace(&alice, template.id, "again").await).0, 400);
+    assert_eq!(
+        refusal(workspace(&alice, template.id, "again").await).0,
+        400
+    );
     Ok(())
 }

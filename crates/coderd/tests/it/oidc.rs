@@ -4,8 +4,8 @@
 use anyhow::{Context, bail};
 use coderd::groups::sync::GroupSyncSettings;
 use coderd::sso::{CALLBACK_PATH, OidcSettings};
-use codersdk::groups::GroupSource;
 use codersdk::Client;
+use codersdk::groups::GroupSource;
 use codersdk::users::{LoginType, LoginWithPasswordRequest};
 use oauth_client::KeyRing;
 use reqwest::StatusCode;
@@ -479,11 +479,20 @@ async fn group_claims_map_to_groups_and_follow_the_provider() -> anyhow::Result<
 
     // First sign-in: the mapped group is created (as an OIDC group), the existing one joined,
     // and what the filter drops is neither created nor joined.
-    sso.account("alice-sub", with_groups(&["corp-developers", "ops", "unrelated"]))
-        .await?;
+    sso.account(
+        "alice-sub",
+        with_groups(&["corp-developers", "ops", "unrelated"]),
+    )
+    .await?;
     let (token, _) = session_of(&sso.sign_in().await?)?;
-    assert_eq!(members_of(&sso.owner, "devs").await?, Some(vec!["alice".into()]));
-    assert_eq!(members_of(&sso.owner, "ops").await?, Some(vec!["alice".into()]));
+    assert_eq!(
+        members_of(&sso.owner, "devs").await?,
+        Some(vec!["alice".into()])
+    );
+    assert_eq!(
+        members_of(&sso.owner, "ops").await?,
+        Some(vec!["alice".into()])
+    );
     assert_eq!(members_of(&sso.owner, "unrelated").await?, None);
     let devs = sso.owner.group_by_org_and_name("coder", "devs").await?;
     assert_eq!(devs.source, GroupSource::Oidc);
@@ -495,7 +504,10 @@ async fn group_claims_map_to_groups_and_follow_the_provider() -> anyhow::Result<
     sso.account("alice-sub", with_groups(&["ops"])).await?;
     session_of(&sso.sign_in().await?)?;
     assert_eq!(members_of(&sso.owner, "devs").await?, Some(vec![]));
-    assert_eq!(members_of(&sso.owner, "ops").await?, Some(vec!["alice".into()]));
+    assert_eq!(
+        members_of(&sso.owner, "ops").await?,
+        Some(vec!["alice".into()])
+    );
     assert_eq!(ops.source, GroupSource::User);
 
     // An OIDC group she is put into by hand is the provider's to decide at the next sign-in.
@@ -511,7 +523,10 @@ async fn group_claims_map_to_groups_and_follow_the_provider() -> anyhow::Result<
     sso.account("alice-sub", with_groups(&["qa"])).await?;
     session_of(&sso.sign_in().await?)?;
     assert_eq!(members_of(&sso.owner, "devs").await?, Some(vec![]));
-    assert_eq!(members_of(&sso.owner, "qa").await?, Some(vec!["alice".into()]));
+    assert_eq!(
+        members_of(&sso.owner, "qa").await?,
+        Some(vec!["alice".into()])
+    );
     Ok(())
 }
 
