@@ -219,10 +219,11 @@ pub(super) async fn cancel_version(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let row = resolve_version(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let guard = match row.template_id {
+        Some(template) => resolve::template_guard(&state, template, row.organization_id).await?,
+        None => Object::in_org(Resource::Template, row.organization_id),
+    };
+    auth.authorize(Action::Update, &guard)?;
     match state.store.cancel_job(row.job_id).await? {
         Some(_) => Ok(Json(codersdk::Response::new(
             "Job has been marked as canceled.",
@@ -477,10 +478,8 @@ pub(super) async fn update_template(
     Json(req): Json<UpdateTemplateMeta>,
 ) -> ApiResult<Json<Template>> {
     let row = resolve_template(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let guard = resolve::template_guard(&state, row.id, row.organization_id).await?;
+    auth.authorize(Action::Update, &guard)?;
     validate::requests::update_template(&req)?;
     let changes = ScheduleChanges {
         default_ttl_ms: req.default_ttl_ms,
@@ -533,10 +532,8 @@ pub(super) async fn delete_template(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let row = resolve_template(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Delete,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let guard = resolve::template_guard(&state, row.id, row.organization_id).await?;
+    auth.authorize(Action::Delete, &guard)?;
     if !state.store.delete_template(id).await? {
         return Err(ApiError::bad_request(
             "All workspaces must be deleted before a template can be removed.",
@@ -586,10 +583,8 @@ pub(super) async fn promote_version(
     Json(req): Json<UpdateActiveTemplateVersion>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let template = resolve_template(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, template.organization_id),
-    )?;
+    let guard = resolve::template_guard(&state, template.id, template.organization_id).await?;
+    auth.authorize(Action::Update, &guard)?;
     let version = state
         .store
         .template_version_by_id(req.id)

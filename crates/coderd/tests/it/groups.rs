@@ -296,6 +296,20 @@ async fn a_template_restricted_to_a_group_is_invisible_to_others() -> anyhow::Re
         (acl.users[0].user.username.as_str(), acl.users[0].role),
         ("bob", TemplateRole::Admin)
     );
+    let described = codersdk::templates::UpdateTemplateMeta {
+        description: Some("bob's now".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        bob.update_template_meta(template.id, &described)
+            .await?
+            .description,
+        "bob's now"
+    );
+    assert_eq!(
+        refusal(alice.update_template_meta(template.id, &described).await).0,
+        403
+    );
     let available = bob.template_acl_available(template.id).await?;
     assert_eq!(available.groups.len(), 2);
     assert_eq!(available.users.len(), 4);
