@@ -66,7 +66,7 @@ async fn groups_are_created_listed_edited_and_deleted() -> anyhow::Result<()> {
     );
     let row = table
         .lines()
-        .find(|l| l.starts_with("developers"))
+        .find(|l| l.trim_start().starts_with("developers"))
         .unwrap_or_default();
     assert!(
         row.contains("alice@example.com") && row.contains("bob@example.com"),
