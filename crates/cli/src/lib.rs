@@ -111,6 +111,9 @@ pub enum Command {
     /// Manage personal access tokens.
     #[command(subcommand)]
     Tokens(commands::tokens::TokensCommand),
+    /// Manage user groups.
+    #[command(subcommand, alias = "group")]
+    Groups(commands::groups::GroupsCommand),
     /// Manage templates.
     #[command(subcommand, alias = "template")]
     Templates(commands::templates::TemplatesCommand),
@@ -171,6 +174,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout(args) => commands::login::logout(&cli.global, args).await,
         Command::Users(cmd) => commands::users::run(&cli.global, cmd).await,
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
+        Command::Groups(cmd) => commands::groups::run(&cli.global, cmd).await,
         Command::Templates(cmd) => commands::templates::run(&cli.global, cmd).await,
         Command::Create(args) => commands::workspaces::create(&cli.global, args).await,
         Command::Start(args) => commands::workspaces::start(&cli.global, args).await,

@@ -161,6 +161,27 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_OIDC_ICON_URL", default_value = "")]
     pub oidc_icon_url: String,
 
+    /// OIDC claim holding the user's groups; set, it turns group sync on (memberships in
+    /// groups the claim names are set at every sign-in).
+    #[arg(long, env = "CODER_OIDC_GROUP_FIELD", default_value = "")]
+    pub oidc_group_field: String,
+
+    /// Maps group names in the OIDC claim to Coder group names, as a JSON object of strings.
+    #[arg(long, env = "CODER_OIDC_GROUP_MAPPING", default_value = "{}")]
+    pub oidc_group_mapping: String,
+
+    /// Create groups named by the OIDC claim that do not exist yet.
+    #[arg(long, env = "CODER_OIDC_GROUP_AUTO_CREATE")]
+    pub oidc_group_auto_create: bool,
+
+    /// Only groups (after mapping) matching this regular expression are synced.
+    #[arg(long, env = "CODER_OIDC_GROUP_REGEX_FILTER", default_value = "")]
+    pub oidc_group_regex_filter: String,
+
+    /// Only people with one of these groups in their OIDC claim may sign in (comma-separated).
+    #[arg(long, env = "CODER_OIDC_ALLOWED_GROUPS", value_delimiter = ',')]
+    pub oidc_allowed_groups: Vec<String>,
+
     /// Disables the login abuse limits. Not for production.
     #[arg(long, env = "CODER_DANGEROUS_DISABLE_RATE_LIMITS")]
     pub dangerous_disable_rate_limits: bool,
@@ -300,6 +321,18 @@ impl ServerConfig {
         settings.ignore_userinfo = self.oidc_ignore_userinfo;
         settings.sign_in_text = self.oidc_sign_in_text.clone();
         settings.icon_url = self.oidc_icon_url.clone();
+        settings.groups = crate::groups::sync::GroupSyncSettings {
+            field: self.oidc_group_field.clone(),
+            mapping: serde_json::from_str(&self.oidc_group_mapping).map_err(|e| {
+                format!("CODER_OIDC_GROUP_MAPPING must be a JSON object of strings: {e}")
+            })?,
+            auto_create: self.oidc_group_auto_create,
+            regex_filter: (!self.oidc_group_regex_filter.is_empty())
+                .then(|| regex::Regex::new(&self.oidc_group_regex_filter))
+                .transpose()
+                .map_err(|e| format!("CODER_OIDC_GROUP_REGEX_FILTER is not a regex: {e}"))?,
+            allowed_groups: non_empty(&self.oidc_allowed_groups),
+        };
         Ok(Some(settings))
     }
 

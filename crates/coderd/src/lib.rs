@@ -9,6 +9,7 @@ pub mod config;
 pub mod cookies;
 pub mod domain;
 pub mod error;
+pub mod groups;
 pub mod http;
 pub mod lifecycle;
 pub mod limits;

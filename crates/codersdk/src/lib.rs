@@ -6,6 +6,7 @@ pub mod buildinfo;
 pub mod client;
 pub mod error;
 pub mod files;
+pub mod groups;
 pub mod logs;
 pub mod organizations;
 pub mod portsharing;

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod config_ssh;
+pub mod groups;
 pub mod login;
 pub mod ping;
 pub mod port_forward;

@@ -5,6 +5,7 @@ mod apps;
 mod cli;
 mod container;
 mod fuzz;
+mod groups;
 mod harness;
 mod provisioning;
 mod relay;

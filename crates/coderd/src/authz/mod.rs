@@ -13,6 +13,7 @@
 mod roles;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -37,6 +38,8 @@ pub enum Resource {
     ProvisionerKey,
     DeploymentConfig,
     AuditLog,
+    /// Groups of an organization and their members.
+    Group,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,12 +56,60 @@ pub enum Action {
     Connect,
 }
 
-/// What is being acted on: its type, and where it sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What is being acted on: its type, where it sits, and (templates) its access list.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Object {
     pub resource: Resource,
     pub org: Option<Uuid>,
     pub owner: Option<Uuid>,
+    /// Grants to users and groups on this one object, on top of roles (Coder's template ACLs):
+    /// an organization member holding an entry, or in a group holding one, may do what the
+    /// entry's role allows.
+    pub acl: Option<Arc<Acl>>,
+}
+
+/// What an access-list entry allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AclRole {
+    /// Read the object and use it (create workspaces from a template).
+    Use,
+    /// Everything.
+    Admin,
+}
+
+impl AclRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Use => "use",
+            Self::Admin => "admin",
+        }
+    }
+
+    pub fn allows(self, action: Action) -> bool {
+        match self {
+            Self::Admin => true,
+            Self::Use => matches!(action, Action::Read | Action::Use),
+        }
+    }
+}
+
+impl std::str::FromStr for AclRole {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "use" => Ok(Self::Use),
+            "admin" => Ok(Self::Admin),
+            other => Err(format!("unknown template role {other:?}")),
+        }
+    }
+}
+
+/// An object's access list: entries for users and for groups (an organization's Everyone group
+/// has the organization's id).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Acl {
+    pub users: Vec<(Uuid, AclRole)>,
+    pub groups: Vec<(Uuid, AclRole)>,
 }
 
 impl Object {
@@ -68,6 +119,7 @@ impl Object {
             resource,
             org: None,
             owner: None,
+            acl: None,
         }
     }
 
@@ -76,6 +128,7 @@ impl Object {
             resource,
             org: Some(org),
             owner: None,
+            acl: None,
         }
     }
 
@@ -84,6 +137,15 @@ impl Object {
             resource,
             org,
             owner: Some(owner),
+            acl: None,
+        }
+    }
+
+    /// A template: guarded by its organization's roles and its access list.
+    pub fn template(org: Uuid, acl: Acl) -> Self {
+        Self {
+            acl: Some(Arc::new(acl)),
+            ..Self::in_org(Resource::Template, org)
         }
     }
 
@@ -102,6 +164,9 @@ pub struct Subject {
     /// Organizations the caller belongs to, with its explicit roles there; membership itself
     /// implies `organization-member`.
     pub orgs: HashMap<Uuid, Vec<String>>,
+    /// Groups the caller was added to (each organization's Everyone group is implied by
+    /// membership and not listed).
+    pub groups: Vec<Uuid>,
 }
 
 /// Why [`authorize`] said no, which decides the status code.
@@ -124,10 +189,16 @@ pub struct Filter {
     /// Rows owned by this user (inside `owner_orgs`, or anywhere for site objects) are visible.
     pub owner: Option<Uuid>,
     pub owner_orgs: Vec<Uuid>,
+    /// Rows with an access list (templates) in these organizations are visible when it holds
+    /// an entry for `acl_user` or for one of `acl_groups` or the organization's Everyone group.
+    pub acl_orgs: Vec<Uuid>,
+    pub acl_user: Option<Uuid>,
+    pub acl_groups: Vec<Uuid>,
 }
 
 impl Filter {
-    /// Whether a row with this organization and owner passes.
+    /// Whether a row with this organization and owner passes on roles alone (access lists are
+    /// matched in SQL, where they are).
     pub fn admits(&self, org: Option<Uuid>, owner: Option<Uuid>) -> bool {
         if self.all {
             return true;
@@ -155,6 +226,7 @@ impl Subject {
             user_id: Uuid::nil(),
             site_roles: vec![roles::SYSTEM.name.to_owned()],
             orgs: HashMap::new(),
+            groups: Vec::new(),
         }
     }
 
@@ -208,9 +280,25 @@ impl Subject {
             let mut defs = self
                 .site_role_defs()
                 .chain(org.into_iter().flat_map(|org| self.org_role_defs(org)));
-            return defs.any(|r| r.user.grants(resource, action));
+            if defs.any(|r| r.user.grants(resource, action)) {
+                return true;
+            }
         }
-        false
+        match (&object.acl, org) {
+            (Some(acl), Some(org)) if self.is_member_of(org) => self.acl_grants(acl, org, action),
+            _ => false,
+        }
+    }
+
+    /// Whether an access-list entry for the caller, or for a group it is in, allows `action`.
+    fn acl_grants(&self, acl: &Acl, org: Uuid, action: Action) -> bool {
+        let user = acl
+            .users
+            .iter()
+            .any(|(id, role)| *id == self.user_id && role.allows(action));
+        user || acl.groups.iter().any(|(group, role)| {
+            (*group == org || self.groups.contains(group)) && role.allows(action)
+        })
     }
 
     /// Which rows of `resource` the caller may read.
@@ -241,11 +329,19 @@ impl Subject {
                         .any(|r| r.user.grants(resource, Action::Read))
             })
             .collect();
+        let acl = resource == Resource::Template && !self.is_system();
         Filter {
             all,
             orgs,
             owner: (site_user_read || !owner_orgs.is_empty()).then_some(self.user_id),
             owner_orgs,
+            acl_orgs: if acl {
+                self.orgs.keys().copied().collect()
+            } else {
+                Vec::new()
+            },
+            acl_user: acl.then_some(self.user_id),
+            acl_groups: if acl { self.groups.clone() } else { Vec::new() },
         }
     }
 

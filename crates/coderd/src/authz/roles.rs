@@ -58,6 +58,7 @@ pub const USER_ADMIN: &RoleDef = &RoleDef {
         (AssignRole, CRUD),
         (AssignOrgRole, CRUD),
         (Organization, READ),
+        (Group, CRUD),
     ]),
     org: NONE,
     user: NONE,
@@ -75,6 +76,7 @@ pub const TEMPLATE_ADMIN: &RoleDef = &RoleDef {
         (Organization, READ),
         (OrganizationMember, READ),
         (User, READ),
+        (Group, READ),
     ]),
     org: NONE,
     user: NONE,
@@ -124,8 +126,9 @@ pub const ORGANIZATION_MEMBER: &RoleDef = &RoleDef {
     org: Grants::Some(&[
         (Organization, READ),
         (OrganizationMember, READ),
-        (Template, &[Read, Use]),
+        // Templates only through their access lists (see `Object::template`).
         (ProvisionerDaemon, READ),
+        (Group, READ),
         (AssignOrgRole, READ),
     ]),
     user: NONE,
@@ -142,6 +145,7 @@ pub const ORGANIZATION_TEMPLATE_ADMIN: &RoleDef = &RoleDef {
         (ProvisionerJob, &[Read, Update]),
         (Workspace, READ),
         (OrganizationMember, READ),
+        (Group, READ),
     ]),
     user: NONE,
 };
@@ -150,7 +154,11 @@ pub const ORGANIZATION_USER_ADMIN: &RoleDef = &RoleDef {
     name: "organization-user-admin",
     display_name: "Organization User Admin",
     site: NONE,
-    org: Grants::Some(&[(OrganizationMember, CRUD), (AssignOrgRole, CRUD)]),
+    org: Grants::Some(&[
+        (OrganizationMember, CRUD),
+        (AssignOrgRole, CRUD),
+        (Group, CRUD),
+    ]),
     user: NONE,
 };
 

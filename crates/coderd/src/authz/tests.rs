@@ -8,6 +8,7 @@ fn subject(site: &[&str], orgs: &[(Uuid, &[&str])]) -> Subject {
             .iter()
             .map(|(id, roles)| (*id, roles.iter().map(|s| s.to_string()).collect()))
             .collect(),
+        groups: Vec::new(),
     }
 }
 
@@ -45,7 +46,11 @@ fn organization_roles_stay_in_their_organization() {
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     let admin_of_a = subject(&[], &[(a, &["organization-admin"]), (b, &[])]);
     let tpl_a = Object::in_org(Resource::Template, a);
-    let tpl_b = Object::in_org(Resource::Template, b);
+    let everyone_uses = Acl {
+        users: vec![],
+        groups: vec![(b, AclRole::Use)],
+    };
+    let tpl_b = Object::template(b, everyone_uses);
     assert!(admin_of_a.can(Action::Delete, &tpl_a));
     assert!(admin_of_a.can(Action::Read, &tpl_b));
     assert_eq!(
@@ -91,6 +96,7 @@ fn filters_match_single_decisions() {
                         resource,
                         org,
                         owner,
+                        acl: None,
                     };
                     assert_eq!(
                         filter.admits(org, owner),
@@ -125,4 +131,69 @@ fn a_user_cannot_claim_the_system_role() {
     assert!(!claimant.is_system());
     let ws = Object::owned(Resource::Workspace, Some(Uuid::new_v4()), Uuid::new_v4());
     assert!(!claimant.can(Action::Read, &ws));
+}
+
+#[test]
+fn templates_are_reached_through_their_access_lists() {
+    let org = Uuid::new_v4();
+    let team = Uuid::new_v4();
+    let member = subject(&[], &[(org, &[])]);
+    let in_team = Subject {
+        groups: vec![team],
+        ..subject(&[], &[(org, &[])])
+    };
+    let outsider = Subject {
+        groups: vec![team],
+        ..subject(&[], &[])
+    };
+    let restricted = Object::template(
+        org,
+        Acl {
+            users: vec![],
+            groups: vec![(team, AclRole::Use)],
+        },
+    );
+    assert_eq!(
+        authorize(&member, Action::Read, &restricted),
+        Err(Denied::NotFound)
+    );
+    assert!(in_team.can(Action::Use, &restricted));
+    assert_eq!(
+        authorize(&in_team, Action::Update, &restricted),
+        Err(Denied::Forbidden),
+        "use is not admin"
+    );
+    assert!(
+        !outsider.can(Action::Read, &restricted),
+        "a group entry needs membership of the organization"
+    );
+    let admin_of_one = Object::template(
+        org,
+        Acl {
+            users: vec![(member.user_id, AclRole::Admin)],
+            groups: vec![],
+        },
+    );
+    assert!(member.can(Action::Delete, &admin_of_one));
+    assert!(!in_team.can(Action::Read, &admin_of_one));
+    let everyone = Object::template(
+        org,
+        Acl {
+            users: vec![],
+            groups: vec![(org, AclRole::Use)],
+        },
+    );
+    assert!(member.can(Action::Use, &everyone));
+    assert!(!member.can(Action::Use, &Object::in_org(Resource::Template, org)));
+    let template_admin = subject(&["template-admin"], &[]);
+    assert!(template_admin.can(Action::Update, &restricted));
+    let filter = in_team.filter(Resource::Template);
+    assert_eq!(filter.acl_groups, vec![team]);
+    assert_eq!(filter.acl_orgs, vec![org]);
+    assert!(
+        Subject::system()
+            .filter(Resource::Template)
+            .acl_orgs
+            .is_empty()
+    );
 }

@@ -442,7 +442,8 @@ pub async fn create_workspace(
             "The template belongs to another organization.",
         ));
     }
-    let template_object = Object::in_org(Resource::Template, template.organization_id);
+    let template_object =
+        super::resolve::template_guard(state, template.id, template.organization_id).await?;
     if !subject.can(Action::Read, &template_object) {
         return Err(absent());
     }
@@ -591,6 +592,7 @@ mod tests {
             user_id: person,
             site_roles: Vec::new(),
             orgs: Default::default(),
+            groups: Vec::new(),
         };
         assert_eq!(initiator(&user, owner), person);
         assert_eq!(initiator(&Subject::system(), owner), owner);

@@ -22,6 +22,11 @@ fn template_object(org: Uuid) -> Object {
     Object::in_org(Resource::Template, org)
 }
 
+/// How a template is guarded: by its organization's roles and its access list.
+pub async fn template_guard(state: &AppState, id: Uuid, org: Uuid) -> Result<Object> {
+    Ok(Object::template(org, state.store.template_acl(id).await?))
+}
+
 /// A user named as front doors name them: `me`, an id, or a username.
 pub async fn user(state: &AppState, subject: &Subject, param: &str) -> Result<UserRow> {
     let user = if param == "me" {
@@ -131,7 +136,8 @@ pub async fn build_by_number(
 /// A template by id the subject may read.
 pub async fn template(state: &AppState, subject: &Subject, id: Uuid) -> Result<TemplateRow> {
     let row = state.store.template_by_id(id).await?;
-    authz::authorize(subject, Action::Read, &template_object(row.organization_id))?;
+    let object = template_guard(state, row.id, row.organization_id).await?;
+    authz::authorize(subject, Action::Read, &object)?;
     Ok(row)
 }
 
@@ -143,7 +149,8 @@ pub async fn template_by_name(
     name: &str,
 ) -> Result<TemplateRow> {
     let row = state.store.template_by_name(org, name).await?;
-    authz::authorize(subject, Action::Read, &template_object(row.organization_id))?;
+    let object = template_guard(state, row.id, row.organization_id).await?;
+    authz::authorize(subject, Action::Read, &object)?;
     Ok(row)
 }
 
@@ -152,8 +159,9 @@ pub async fn template_by_name(
 pub async fn version(state: &AppState, subject: &Subject, id: Uuid) -> Result<TemplateVersionRow> {
     let row = state.store.template_version_by_id(id).await?;
     let object = template_object(row.organization_id);
-    let visible = if row.template_id.is_some() {
-        subject.can(Action::Read, &object)
+    let visible = if let Some(template) = row.template_id {
+        let guarded = template_guard(state, template, row.organization_id).await?;
+        subject.can(Action::Read, &guarded)
     } else {
         row.created_by == subject.user_id || subject.can(Action::Create, &object)
     };

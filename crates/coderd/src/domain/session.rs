@@ -54,10 +54,12 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Session> {
         _ => {}
     }
     refresh_key_if_due(state, &key, now);
+    let groups = state.store.group_ids_of_user(user.id).await?;
     let subject = Subject {
         user_id: user.id,
         site_roles: user.rbac_roles.clone(),
         orgs: memberships.into_iter().collect(),
+        groups,
     };
     Ok(Session { key, user, subject })
 }

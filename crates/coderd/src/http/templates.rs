@@ -219,10 +219,11 @@ pub(super) async fn cancel_version(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let row = resolve_version(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let guard = match row.template_id {
+        Some(template) => resolve::template_guard(&state, template, row.organization_id).await?,
+        None => Object::in_org(Resource::Template, row.organization_id),
+    };
+    auth.authorize(Action::Update, &guard)?;
     match state.store.cancel_job(row.job_id).await? {
         Some(_) => Ok(Json(codersdk::Response::new(
             "Job has been marked as canceled.",
@@ -429,12 +430,8 @@ pub(super) async fn list_org_templates(
     Path(org): Path<String>,
 ) -> ApiResult<Json<Vec<Template>>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    let visible = auth.can(Action::Read, &Object::in_org(Resource::Template, org.id));
-    let rows = if visible {
-        state.store.list_templates(false, &[org.id]).await?
-    } else {
-        Vec::new()
-    };
+    let filter = auth.subject.filter(Resource::Template);
+    let rows = state.store.list_templates(&filter, Some(org.id)).await?;
     Ok(Json(templates(&state, rows).await?))
 }
 
@@ -445,7 +442,7 @@ pub(super) async fn list_all_templates(
     auth: Auth,
 ) -> ApiResult<Json<Vec<Template>>> {
     let filter = auth.subject.filter(Resource::Template);
-    let rows = state.store.list_templates(filter.all, &filter.orgs).await?;
+    let rows = state.store.list_templates(&filter, None).await?;
     Ok(Json(templates(&state, rows).await?))
 }
 
@@ -457,11 +454,7 @@ pub(super) async fn template_by_name(
     Path((org, name)): Path<(String, String)>,
 ) -> ApiResult<Json<Template>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    let row = state.store.template_by_name(org.id, &name).await?;
-    auth.authorize(
-        Action::Read,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let row = resolve::template_by_name(&state, &auth.subject, org.id, &name).await?;
     Ok(Json(template(&state, row).await?))
 }
 
@@ -486,10 +479,8 @@ pub(super) async fn update_template(
     Json(req): Json<UpdateTemplateMeta>,
 ) -> ApiResult<Json<Template>> {
     let row = resolve_template(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let guard = resolve::template_guard(&state, row.id, row.organization_id).await?;
+    auth.authorize(Action::Update, &guard)?;
     validate::requests::update_template(&req)?;
     let changes = ScheduleChanges {
         default_ttl_ms: req.default_ttl_ms,
@@ -543,10 +534,8 @@ pub(super) async fn delete_template(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let row = resolve_template(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Delete,
-        &Object::in_org(Resource::Template, row.organization_id),
-    )?;
+    let guard = resolve::template_guard(&state, row.id, row.organization_id).await?;
+    auth.authorize(Action::Delete, &guard)?;
     if !state.store.delete_template(id).await? {
         return Err(ApiError::bad_request(
             "All workspaces must be deleted before a template can be removed.",
@@ -596,10 +585,8 @@ pub(super) async fn promote_version(
     Json(req): Json<UpdateActiveTemplateVersion>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let template = resolve_template(&state, &auth, id).await?;
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, template.organization_id),
-    )?;
+    let guard = resolve::template_guard(&state, template.id, template.organization_id).await?;
+    auth.authorize(Action::Update, &guard)?;
     let version = state
         .store
         .template_version_by_id(req.id)

@@ -20,7 +20,7 @@ use super::extract::{
     Auth, Json, Pagination, Path, Query, empty_as_none, resolve_org, resolve_user,
 };
 use super::jobs::{self, LogParams};
-use crate::authz::{Action, Object, Resource};
+use crate::authz::Action;
 use crate::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
 use crate::domain::render::{self, resources};
 use crate::domain::{resolve, schedules, search, views};
@@ -353,10 +353,9 @@ pub(super) async fn build_state(
 ) -> ApiResult<Response> {
     let (build, workspace) = resolve::build(&state, &auth.subject, id).await?;
     // The state holds secrets of every resource: only those who may change the template see it.
-    auth.authorize(
-        Action::Update,
-        &Object::in_org(Resource::Template, workspace.organization_id),
-    )?;
+    let guard =
+        resolve::template_guard(&state, workspace.template_id, workspace.organization_id).await?;
+    auth.authorize(Action::Update, &guard)?;
     let bytes = state.store.build_state(build.id).await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],

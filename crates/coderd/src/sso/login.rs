@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{Error, OidcSettings};
 use crate::state::AppState;
-use crate::store::{self, LinkUpdate, NewUser, UserRow};
+use crate::store::{self, GroupSync, LinkUpdate, NewUser, UserRow};
 use crate::validate;
 
 /// A completed sign-in.
@@ -53,6 +53,18 @@ pub async fn oidc_login(
         })?
         .to_string();
     check_email(settings, claims, &email)?;
+    let groups = settings
+        .groups
+        .groups(claims)
+        .map_err(|e| Error::refused(StatusCode::FORBIDDEN, format!("Sign-in refused: {e}.")))?;
+    let groups = match groups {
+        Some(groups) => Some(GroupSync {
+            organization_id: state.store.default_organization().await?.id,
+            groups,
+            auto_create: settings.groups.auto_create,
+        }),
+        None => None,
+    };
 
     let issuer = claim_str(claims, "iss").unwrap_or(settings.issuer.as_str());
     let link = LinkUpdate {
@@ -85,7 +97,10 @@ pub async fn oidc_login(
     let (user, created) = match existing {
         Some(user) => {
             check_existing(&user)?;
-            state.store.update_link(user.id, &link).await?;
+            state
+                .store
+                .update_synced_link(user.id, &link, groups.as_ref())
+                .await?;
             (user, false)
         }
         None => {
@@ -96,7 +111,7 @@ pub async fn oidc_login(
                 ));
             }
             (
-                create_user(state, settings, claims, &email, &link).await?,
+                create_user(state, settings, claims, &email, &link, groups.as_ref()).await?,
                 true,
             )
         }
@@ -202,6 +217,7 @@ async fn create_user(
     claims: &Map<String, Value>,
     email: &str,
     link: &LinkUpdate,
+    groups: Option<&GroupSync>,
 ) -> Result<UserRow, Error> {
     let org = state
         .store
@@ -236,7 +252,7 @@ async fn create_user(
                 login_type: LoginType::Oidc.as_str().into(),
                 organization_ids: vec![org.id],
             };
-            match state.store.create_linked_user(user, link).await {
+            match state.store.create_synced_user(user, link, groups).await {
                 Ok(row) => return Ok(row),
                 // Someone took the name between the check and the insert: try another.
                 Err(store::Error::Conflict { constraint }) if constraint.contains("username") => {}

@@ -28,6 +28,8 @@ pub struct OidcSettings {
     /// The login button's text and icon.
     pub sign_in_text: String,
     pub icon_url: String,
+    /// Group sync from a claim (off unless its field is set).
+    pub groups: crate::groups::sync::GroupSyncSettings,
 }
 
 impl std::fmt::Debug for OidcSettings {
@@ -45,6 +47,7 @@ impl std::fmt::Debug for OidcSettings {
             .field("name_field", &self.name_field)
             .field("auth_url_params", &self.auth_url_params)
             .field("ignore_userinfo", &self.ignore_userinfo)
+            .field("groups", &self.groups)
             .finish_non_exhaustive()
     }
 }
@@ -67,6 +70,7 @@ impl OidcSettings {
             ignore_userinfo: false,
             sign_in_text: "OpenID Connect".into(),
             icon_url: String::new(),
+            groups: Default::default(),
         }
     }
 

@@ -5,6 +5,7 @@ mod agents;
 mod api_keys;
 mod completion;
 mod daemons;
+mod groups;
 mod jobs;
 mod lifecycle;
 mod organizations;
@@ -29,6 +30,7 @@ pub use agents::{
 pub use api_keys::{ApiKeyRow, NewApiKey};
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
+pub use groups::{AclChange, GroupChanges, GroupMemberRow, GroupRow, GroupSync, NewGroup};
 pub use jobs::{
     JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, ReleaseOutcome, UpdateOutcome,
 };

@@ -417,6 +417,14 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            // Coder's default: the organization's Everyone group may use a new template.
+            sqlx::query!(
+                "INSERT INTO template_group_acl (template_id, group_id, role) VALUES ($1, $2, 'use')",
+                t.id,
+                t.organization_id
+            )
+            .execute(&mut *tx)
+            .await?;
             if claimed.rows_affected() == 0 {
                 return Err(Error::Conflict {
                     constraint: "template_versions_template_id".into(),
@@ -445,8 +453,14 @@ impl Store {
         .await
     }
 
-    /// Templates in `orgs` (all organizations when `all`), by name.
-    pub async fn list_templates(&self, all: bool, orgs: &[Uuid]) -> Result<Vec<TemplateRow>> {
+    /// The templates a filter admits (in `org` only, when given), by name. A template is
+    /// admitted by the filter's organizations or, in its ACL organizations, by an access-list
+    /// entry for the user or one of its groups (the Everyone group's id is the organization's).
+    pub async fn list_templates(
+        &self,
+        filter: &crate::authz::Filter,
+        org: Option<Uuid>,
+    ) -> Result<Vec<TemplateRow>> {
         timed("list_templates", async {
             Ok(sqlx::query_as!(
                 TemplateRow,
@@ -455,10 +469,22 @@ impl Store {
                    FROM templates t
                    JOIN organizations o ON o.id = t.organization_id
                    JOIN users u ON u.id = t.created_by
-                   WHERE NOT t.deleted AND ($1 OR t.organization_id = ANY($2))
+                   WHERE NOT t.deleted AND ($6::uuid IS NULL OR t.organization_id = $6)
+                     AND ($1 OR t.organization_id = ANY($2)
+                       OR (t.organization_id = ANY($3) AND (
+                            EXISTS (SELECT 1 FROM template_user_acl a
+                                    WHERE a.template_id = t.id AND a.user_id = $4)
+                            OR EXISTS (SELECT 1 FROM template_group_acl a
+                                       WHERE a.template_id = t.id
+                                         AND (a.group_id = t.organization_id
+                                              OR a.group_id = ANY($5))))))
                    ORDER BY lower(t.name)"#,
-                all,
-                orgs
+                filter.all,
+                &filter.orgs,
+                &filter.acl_orgs,
+                filter.acl_user,
+                &filter.acl_groups,
+                org
             )
             .fetch_all(&self.pool)
             .await?)

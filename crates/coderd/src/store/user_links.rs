@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::groups::{GroupSync, sync_groups};
 use super::{NewUser, Result, Store, UserRow, insert_user, timed};
 
 /// What a successful external sign-in records about the link.
@@ -54,11 +55,25 @@ impl Store {
     /// Creates a user signing in for the first time together with its link, atomically: a
     /// failure leaves neither.
     pub async fn create_linked_user(&self, user: NewUser, link: &LinkUpdate) -> Result<UserRow> {
+        self.create_synced_user(user, link, None).await
+    }
+
+    /// [`Store::create_linked_user`], also setting the user's synced groups in the same
+    /// transaction.
+    pub async fn create_synced_user(
+        &self,
+        user: NewUser,
+        link: &LinkUpdate,
+        groups: Option<&GroupSync>,
+    ) -> Result<UserRow> {
         timed("create_linked_user", async {
             let mut tx = self.pool.begin().await?;
             let now = Utc::now();
             let row = insert_user(&mut tx, &user, now).await?;
             upsert_link(&mut tx, row.id, link, now).await?;
+            if let Some(groups) = groups {
+                sync_groups(&mut tx, row.id, groups).await?;
+            }
             tx.commit().await?;
             Ok(row)
         })
@@ -67,9 +82,22 @@ impl Store {
 
     /// Records a returning user's sign-in on its link (created if the user had none).
     pub async fn update_link(&self, user_id: Uuid, link: &LinkUpdate) -> Result<()> {
+        self.update_synced_link(user_id, link, None).await
+    }
+
+    /// [`Store::update_link`], also setting the user's synced groups in the same transaction.
+    pub async fn update_synced_link(
+        &self,
+        user_id: Uuid,
+        link: &LinkUpdate,
+        groups: Option<&GroupSync>,
+    ) -> Result<()> {
         timed("update_link", async {
             let mut tx = self.pool.begin().await?;
             upsert_link(&mut tx, user_id, link, Utc::now()).await?;
+            if let Some(groups) = groups {
+                sync_groups(&mut tx, user_id, groups).await?;
+            }
             tx.commit().await?;
             Ok(())
         })

@@ -7,6 +7,7 @@ mod auth;
 mod builds;
 mod domain;
 mod files;
+mod groups;
 mod lifecycle;
 mod lifecycle_ha;
 mod limits;

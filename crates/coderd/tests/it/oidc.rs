@@ -2,8 +2,10 @@
 //! `testutil::idp`), a cookie-keeping browser walking the redirects.
 
 use anyhow::{Context, bail};
+use coderd::groups::sync::GroupSyncSettings;
 use coderd::sso::{CALLBACK_PATH, OidcSettings};
 use codersdk::Client;
+use codersdk::groups::GroupSource;
 use codersdk::users::{LoginType, LoginWithPasswordRequest};
 use oauth_client::KeyRing;
 use reqwest::StatusCode;
@@ -432,5 +434,116 @@ async fn without_oidc_configured_there_is_no_callback() -> anyhow::Result<()> {
     assert!(methods.password.enabled && !methods.oidc.enabled);
     let response = reqwest::get(app.url.join(CALLBACK_PATH)?).await?;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    Ok(())
+}
+
+fn with_groups(groups: &[&str]) -> Value {
+    let mut claims = alice();
+    claims["groups"] = json!(groups);
+    claims
+}
+
+/// Names of the members of `group` in the default organization, or `None` if it is missing.
+async fn members_of(owner: &Client, group: &str) -> anyhow::Result<Option<Vec<String>>> {
+    match owner.group_by_org_and_name("coder", group).await {
+        Ok(g) => Ok(Some(g.members.into_iter().map(|m| m.username).collect())),
+        Err(e) if e.status() == Some(404) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[tokio::test]
+async fn group_claims_map_to_groups_and_follow_the_provider() -> anyhow::Result<()> {
+    let filter = regex::Regex::new("^(devs|ops|qa)$")?;
+    let sso = start(|s, _| {
+        s.scopes.push("groups".into());
+        s.groups = GroupSyncSettings {
+            field: "groups".into(),
+            mapping: [("corp-developers".to_string(), "devs".to_string())].into(),
+            auto_create: true,
+            regex_filter: Some(filter),
+            allowed_groups: Vec::new(),
+        };
+    })
+    .await?;
+    let ops = sso
+        .owner
+        .create_group(
+            "coder",
+            &codersdk::groups::CreateGroupRequest {
+                name: "ops".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+
+    // First sign-in: the mapped group is created (as an OIDC group), the existing one joined,
+    // and what the filter drops is neither created nor joined.
+    sso.account(
+        "alice-sub",
+        with_groups(&["corp-developers", "ops", "unrelated"]),
+    )
+    .await?;
+    let (token, _) = session_of(&sso.sign_in().await?)?;
+    assert_eq!(
+        members_of(&sso.owner, "devs").await?,
+        Some(vec!["alice".into()])
+    );
+    assert_eq!(
+        members_of(&sso.owner, "ops").await?,
+        Some(vec!["alice".into()])
+    );
+    assert_eq!(members_of(&sso.owner, "unrelated").await?, None);
+    let devs = sso.owner.group_by_org_and_name("coder", "devs").await?;
+    assert_eq!(devs.source, GroupSource::Oidc);
+    let alice = sso.app.client().with_token(token);
+    assert_eq!(alice.group(devs.id).await?.total_member_count, 1);
+
+    // The provider drops her from the developers: the next sign-in removes her from the OIDC
+    // group, and leaves the hand-made group alone.
+    sso.account("alice-sub", with_groups(&["ops"])).await?;
+    session_of(&sso.sign_in().await?)?;
+    assert_eq!(members_of(&sso.owner, "devs").await?, Some(vec![]));
+    assert_eq!(
+        members_of(&sso.owner, "ops").await?,
+        Some(vec!["alice".into()])
+    );
+    assert_eq!(ops.source, GroupSource::User);
+
+    // An OIDC group she is put into by hand is the provider's to decide at the next sign-in.
+    sso.owner
+        .patch_group(
+            devs.id,
+            &codersdk::groups::PatchGroupRequest {
+                add_users: vec![alice.user("me").await?.id.to_string()],
+                ..Default::default()
+            },
+        )
+        .await?;
+    sso.account("alice-sub", with_groups(&["qa"])).await?;
+    session_of(&sso.sign_in().await?)?;
+    assert_eq!(members_of(&sso.owner, "devs").await?, Some(vec![]));
+    assert_eq!(
+        members_of(&sso.owner, "qa").await?,
+        Some(vec!["alice".into()])
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_allowed_groups_may_sign_in() -> anyhow::Result<()> {
+    let sso = start(|s, _| {
+        s.scopes.push("groups".into());
+        s.groups.allowed_groups = vec!["staff".into()];
+    })
+    .await?;
+    let before = sso.written().await?;
+    sso.account("alice-sub", with_groups(&["guests"])).await?;
+    let (status, message) = refusal(sso.sign_in().await?).await?;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(message.contains("not in any group allowed"), "{message}");
+    assert_eq!(sso.written().await?, before, "the refusal wrote nothing");
+    sso.account("alice-sub", with_groups(&["staff"])).await?;
+    session_of(&sso.sign_in().await?)?;
     Ok(())
 }

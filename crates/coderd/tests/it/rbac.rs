@@ -181,6 +181,32 @@ fn rows() -> Vec<Row> {
             [200; 6],
         ),
         row(M::GET, "/api/v2/templates/{template}", None, [200; 6]),
+        // Groups and template access lists.
+        row(M::GET, "/api/v2/organizations/coder/groups", None, [200; 6]),
+        row(
+            M::GET,
+            "/api/v2/organizations/other/groups",
+            None,
+            [200, 200, 200, 404, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/groups/Everyone",
+            None,
+            [200; 6],
+        ),
+        row(
+            M::GET,
+            "/api/v2/templates/{template}/acl",
+            None,
+            [200, 403, 200, 403, 403, 200],
+        ),
+        row(
+            M::GET,
+            "/api/v2/templates/{template}/acl/available",
+            None,
+            [200, 403, 200, 403, 403, 200],
+        ),
         row(
             M::GET,
             "/api/v2/templates/{template}/versions",

@@ -23,7 +23,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer) -> PageResult<T
     let filter = viewer.subject().filter(Resource::Template);
     let rows = state
         .store
-        .list_templates(filter.all, &filter.orgs)
+        .list_templates(&filter, None)
         .await
         .map_err(|e| PageError::from(coderd::domain::Error::from(e)))?;
     Ok(TemplatesPage {
