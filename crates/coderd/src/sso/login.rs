@@ -84,7 +84,17 @@ pub async fn oidc_login(
     };
     let (user, created) = match existing {
         Some(user) => {
-            check_existing(&user)?;
+            if let Err(refusal) = check_existing(&user) {
+                let status = match &refusal {
+                    Error::Refused { status, .. } => status.as_u16(),
+                    _ => 403,
+                };
+                let entry = crate::domain::accounts::login_entry(Some(&user))
+                    .status(status)
+                    .description("OIDC login refused");
+                crate::audit::record(&state.store, entry).await;
+                return Err(refusal);
+            }
             state.store.update_link(user.id, &link).await?;
             (user, false)
         }
@@ -107,6 +117,7 @@ pub async fn oidc_login(
         LoginType::Oidc,
         "",
         state.options.session_duration,
+        Some(crate::domain::accounts::login_entry(Some(&user))),
     )
     .await?;
     tracing::info!(user = %user.username, created, "OIDC sign-in");

@@ -3,6 +3,7 @@
 
 mod agents;
 mod api_keys;
+mod audit;
 mod completion;
 mod daemons;
 mod jobs;
@@ -27,6 +28,7 @@ pub use agents::{
     MetadataWrite, ScriptRow,
 };
 pub use api_keys::{ApiKeyRow, NewApiKey};
+pub use audit::{AuditLogRow, AuditQuery, NewAuditLog};
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use jobs::{

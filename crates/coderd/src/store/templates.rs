@@ -6,7 +6,7 @@ use sqlx::Connection as _;
 use uuid::Uuid;
 
 use super::jobs::{JobRow, NewJob, insert_job};
-use super::{Error, Result, Store, timed};
+use super::{Error, NewAuditLog, Result, Store, audit, timed};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRow {
@@ -283,6 +283,7 @@ impl Store {
     pub async fn create_template_version(
         &self,
         v: &NewTemplateVersion,
+        log: Option<&NewAuditLog>,
     ) -> Result<(TemplateVersionRow, JobRow)> {
         timed("create_template_version", async {
             let mut tx = self.pool.begin().await?;
@@ -305,6 +306,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             let version = version_by_id(&mut tx, v.id).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok((version, job))
         })
@@ -366,7 +368,11 @@ impl Store {
     }
 
     /// Creates a template around an imported version, claiming the version for it.
-    pub async fn create_template(&self, t: &NewTemplate) -> Result<TemplateRow> {
+    pub async fn create_template(
+        &self,
+        t: &NewTemplate,
+        log: Option<&NewAuditLog>,
+    ) -> Result<TemplateRow> {
         timed("create_template", async {
             let mut tx = self.pool.begin().await?;
             let now = Utc::now();
@@ -419,6 +425,7 @@ impl Store {
                 });
             }
             let row = template_by(&mut tx, Some(t.id), None, None).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
@@ -462,7 +469,12 @@ impl Store {
         .await
     }
 
-    pub async fn update_template(&self, id: Uuid, c: &TemplateChanges) -> Result<TemplateRow> {
+    pub async fn update_template(
+        &self,
+        id: Uuid,
+        c: &TemplateChanges,
+        log: Option<&NewAuditLog>,
+    ) -> Result<TemplateRow> {
         timed("update_template", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!(
@@ -531,6 +543,7 @@ impl Store {
                 .await?;
             }
             let row = template_by(&mut tx, Some(id), None, None).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
@@ -555,7 +568,7 @@ impl Store {
     }
 
     /// Deletes a template unless workspaces still use it; returns false when some do.
-    pub async fn delete_template(&self, id: Uuid) -> Result<bool> {
+    pub async fn delete_template(&self, id: Uuid, log: Option<&NewAuditLog>) -> Result<bool> {
         timed("delete_template", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!("SELECT id FROM templates WHERE id = $1 FOR UPDATE", id)
@@ -573,6 +586,7 @@ impl Store {
             sqlx::query!("UPDATE templates SET deleted = true, updated_at = now() WHERE id = $1", id)
                 .execute(&mut *tx)
                 .await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(true)
         })

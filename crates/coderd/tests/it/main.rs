@@ -2,6 +2,7 @@
 
 mod agents;
 mod apps;
+mod audit;
 mod auth;
 mod builds;
 mod domain;
