@@ -71,15 +71,12 @@ fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A user's fields: `[email, username, name, hashed_password, status, login_type]`.
 fn user_fields(
     id: uuid::Uuid,
-    email: &str,
-    username: &str,
-    name: &str,
-    hashed_password: &str,
-    status: &str,
+    [email, username, name, hashed_password, status, login_type]: [&str; 6],
     roles: &[String],
-    login_type: &str,
+    deleted: bool,
 ) -> Vec<(&'static str, Field)> {
     vec![
         ("id", plain(id)),
@@ -93,40 +90,35 @@ fn user_fields(
         ("status", plain(status)),
         ("rbac_roles", plain(roles)),
         ("login_type", plain(login_type)),
+        ("deleted", plain(deleted)),
     ]
 }
 
 impl Auditable for UserRow {
     fn audit_fields(&self) -> Vec<(&'static str, Field)> {
-        let mut fields = user_fields(
-            self.id,
-            &self.email,
+        let text = [
+            self.email.as_str(),
             &self.username,
             &self.name,
             &self.hashed_password,
             &self.status,
-            &self.rbac_roles,
             &self.login_type,
-        );
-        fields.push(("deleted", plain(self.deleted)));
-        fields
+        ];
+        user_fields(self.id, text, &self.rbac_roles, self.deleted)
     }
 }
 
 impl Auditable for NewUser {
     fn audit_fields(&self) -> Vec<(&'static str, Field)> {
-        let mut fields = user_fields(
-            self.id,
-            &self.email,
+        let text = [
+            self.email.as_str(),
             &self.username,
             &self.name,
             &self.hashed_password,
             &self.status,
-            &self.rbac_roles,
             &self.login_type,
-        );
-        fields.push(("deleted", plain(false)));
-        fields
+        ];
+        user_fields(self.id, text, &self.rbac_roles, false)
     }
 }
 
