@@ -247,7 +247,17 @@ async fn create_user(
                 login_type: LoginType::Oidc.as_str().into(),
                 organization_ids: vec![org.id],
             };
-            match state.store.create_linked_user(user, link).await {
+            // Coder records a sign-up through the provider as the new user registering.
+            let log = crate::audit::Entry::new(
+                Some(user.id),
+                codersdk::audit::ResourceType::User,
+                user.id,
+                &user.username,
+                codersdk::audit::AuditAction::Register,
+            )
+            .diff(None, Some(&user))
+            .build();
+            match state.store.create_linked_user(user, link, Some(&log)).await {
                 Ok(row) => return Ok(row),
                 // Someone took the name between the check and the insert: try another.
                 Err(store::Error::Conflict { constraint }) if constraint.contains("username") => {}

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{NewUser, Result, Store, UserRow, insert_user, timed};
+use super::{NewAuditLog, NewUser, Result, Store, UserRow, audit, insert_user, timed};
 
 /// What a successful external sign-in records about the link.
 #[derive(Debug, Clone)]
@@ -53,12 +53,18 @@ impl Store {
 
     /// Creates a user signing in for the first time together with its link, atomically: a
     /// failure leaves neither.
-    pub async fn create_linked_user(&self, user: NewUser, link: &LinkUpdate) -> Result<UserRow> {
+    pub async fn create_linked_user(
+        &self,
+        user: NewUser,
+        link: &LinkUpdate,
+        log: Option<&NewAuditLog>,
+    ) -> Result<UserRow> {
         timed("create_linked_user", async {
             let mut tx = self.pool.begin().await?;
             let now = Utc::now();
             let row = insert_user(&mut tx, &user, now).await?;
             upsert_link(&mut tx, row.id, link, now).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
