@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::store::{
     ApiKeyRow, KeyRow, MemberRow, NewApiKey, NewBuild, NewTemplate, NewTemplateVersion, NewUser,
-    NewWorkspace, OrganizationRow, TemplateChanges, TemplateRow, UserRow,
+    NewWorkspace, OrganizationRow, TemplateChanges, TemplateRow, UserRow, WorkspaceRow,
 };
 
 /// One recorded field of a resource.
@@ -265,6 +265,23 @@ impl Auditable for NewWorkspace {
             ("autostart_schedule", plain(&self.autostart_schedule)),
             ("ttl", plain(self.ttl_ms)),
             ("automatic_updates", plain(&self.automatic_updates)),
+        ]
+    }
+}
+
+impl Auditable for WorkspaceRow {
+    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
+        vec![
+            ("id", plain(self.id)),
+            ("owner_id", plain(self.owner_id)),
+            ("organization_id", plain(self.organization_id)),
+            ("template_id", plain(self.template_id)),
+            ("name", plain(&self.name)),
+            ("autostart_schedule", plain(&self.autostart_schedule)),
+            ("ttl", plain(self.ttl_ms)),
+            ("automatic_updates", plain(&self.automatic_updates)),
+            ("dormant_at", plain(self.dormant_at)),
+            ("deleted", plain(self.deleted)),
         ]
     }
 }

@@ -645,9 +645,18 @@ pub(super) async fn promote_version(
         ));
     }
     imported(&state, &version).await?;
+    let log = template_entry(&auth, &template, AuditAction::Write)
+        .diff(
+            Some(&template),
+            Some(&TemplateRow {
+                active_version_id: version.id,
+                ..template.clone()
+            }),
+        )
+        .build();
     state
         .store
-        .set_active_version(template.id, version.id)
+        .set_active_version(template.id, version.id, Some(&log))
         .await?;
     Ok(Json(codersdk::Response::new(
         "Updated the active template version!",

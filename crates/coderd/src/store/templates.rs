@@ -550,18 +550,26 @@ impl Store {
         .await
     }
 
-    pub async fn set_active_version(&self, template: Uuid, version: Uuid) -> Result<()> {
+    pub async fn set_active_version(
+        &self,
+        template: Uuid,
+        version: Uuid,
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
         timed("set_active_version", async {
+            let mut tx = self.pool.begin().await?;
             let updated = sqlx::query!(
                 "UPDATE templates SET active_version_id = $2, updated_at = now() WHERE id = $1 AND NOT deleted",
                 template,
                 version
             )
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
             if updated.rows_affected() == 0 {
                 return Err(Error::NotFound);
             }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await

@@ -221,6 +221,23 @@ async fn scripted(app: &TestApp) -> anyhow::Result<Script> {
         )
         .await?;
     wait_build(&owner, stop.id).await?;
+    owner
+        .update_template_meta(
+            template.id,
+            &codersdk::templates::UpdateTemplateMeta {
+                description: Some("audited".into()),
+                ..Default::default()
+            },
+        )
+        .await?;
+    owner
+        .update_workspace_ttl(
+            ws.id,
+            &codersdk::workspaces::UpdateWorkspaceTTLRequest {
+                ttl_ms: Some(3_600_000),
+            },
+        )
+        .await?;
 
     let psk = owner
         .create_provisioner_key(
@@ -334,6 +351,15 @@ async fn scripted(app: &TestApp) -> anyhow::Result<Script> {
         ),
         expect(
             owner_name,
+            "write",
+            "template",
+            "tpl",
+            &["description"],
+            200,
+        ),
+        expect(owner_name, "write", "workspace", "dev", &["ttl"], 200),
+        expect(
+            owner_name,
             "create",
             "provisioner_key",
             "gpu",
@@ -433,7 +459,7 @@ async fn the_log_holds_exactly_the_scripted_actions_and_no_secret() -> anyhow::R
     let rows: Vec<String> = sqlx::query_scalar("SELECT row_to_json(a)::text FROM audit_logs a")
         .fetch_all(app.pool())
         .await?;
-    assert!(rows.len() >= 18);
+    assert_eq!(rows.len(), 20);
     let stored = rows.join("\n").to_lowercase();
     let api = api.to_lowercase();
     assert!(script.secrets.len() >= 12, "{}", script.secrets.len());
@@ -477,24 +503,24 @@ async fn the_query_language_filters_and_pages() -> anyhow::Result<()> {
         1
     );
     let q = format!("resource_id:{}", script.template);
-    assert_eq!(owner.audit_logs(&q, 100, 0).await?.count, 1);
-    let q = format!("resource_id:{}", script.workspace);
+    assert_eq!(owner.audit_logs(&q, 100, 0).await?.count, 2);
+    let q = format!("resource_id:{} action:write", script.workspace);
     assert_eq!(owner.audit_logs(&q, 100, 0).await?.count, 1);
     let today = chrono::Utc::now().date_naive();
     let yesterday = today.pred_opt().unwrap_or(today);
     let q = format!("date_from:{today} date_to:{today}");
-    assert_eq!(owner.audit_logs(&q, 100, 0).await?.count, 18);
+    assert_eq!(owner.audit_logs(&q, 100, 0).await?.count, 20);
     let q = format!("date_to:{yesterday}");
     assert_eq!(owner.audit_logs(&q, 100, 0).await?.count, 0);
 
     // Pages: newest first, the count is the total.
     let all = owner.audit_logs("", 100, 0).await?;
     let page = owner.audit_logs("", 5, 3).await?;
-    assert_eq!(page.count, 18);
+    assert_eq!(page.count, 20);
     let ids = |entries: &[AuditLog]| entries.iter().map(|e| e.id).collect::<Vec<_>>();
     assert_eq!(ids(&page.audit_logs), ids(&all.audit_logs[3..8]));
     let past = owner.audit_logs("", 5, 100).await?;
-    assert_eq!((past.count, past.audit_logs.len()), (18, 0));
+    assert_eq!((past.count, past.audit_logs.len()), (20, 0));
 
     for bad in [
         "action:fly",
