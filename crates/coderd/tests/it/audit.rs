@@ -609,3 +609,38 @@ async fn entries_past_the_retention_setting_are_purged() -> anyhow::Result<()> {
     assert!(left.audit_logs[0].time > chrono::Utc::now() - chrono::Duration::days(1));
     Ok(())
 }
+
+#[tokio::test]
+async fn an_entry_names_the_request_that_made_it() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let response = owner
+        .request(reqwest::Method::POST, "/api/v2/users/me/keys/tokens")?
+        .header(reqwest::header::USER_AGENT, "audit-test/1.0")
+        .json(&serde_json::json!({"token_name": "traced"}))
+        .send()
+        .await?;
+    assert_eq!(response.status(), 201);
+    let request_id = response
+        .headers()
+        .get("x-coder-request-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<uuid::Uuid>().ok())
+        .ok_or_else(|| anyhow::anyhow!("no request id header"))?;
+    let page = owner
+        .audit_logs("resource_type:api_key action:create", 10, 0)
+        .await?;
+    assert_eq!(page.count, 1);
+    let entry = &page.audit_logs[0];
+    assert_eq!(entry.request_id, request_id);
+    assert_eq!(entry.user_agent, "audit-test/1.0");
+    assert_eq!(entry.resource_target, "traced");
+    // Reading the log answers with an id too, and records nothing.
+    let read = owner
+        .request(reqwest::Method::GET, "/api/v2/audit")?
+        .send()
+        .await?;
+    assert!(read.headers().contains_key("x-coder-request-id"));
+    assert_eq!(owner.audit_logs("", 10, 0).await?.count, 2);
+    Ok(())
+}
