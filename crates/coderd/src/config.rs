@@ -376,3 +376,29 @@ fn retention(s: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(s).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: super::ServerConfig,
+    }
+
+    #[test]
+    fn audit_retention_defaults_to_forever_and_takes_days() -> Result<(), clap::Error> {
+        let default = Cli::try_parse_from(["coder"])?;
+        assert_eq!(default.config.audit_logs_retention, Duration::ZERO);
+        let year = Cli::try_parse_from(["coder", "--audit-logs-retention", "365d"])?;
+        assert_eq!(
+            year.config.audit_logs_retention,
+            Duration::from_secs(365 * 86400)
+        );
+        assert!(Cli::try_parse_from(["coder", "--audit-logs-retention", "soon"]).is_err());
+        Ok(())
+    }
+}
