@@ -58,6 +58,10 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_SESSION_DURATION", default_value = "24h", value_parser = humantime::parse_duration)]
     pub session_duration: Duration,
 
+    /// How long audit log entries are kept (e.g. 365d); 0 keeps them forever.
+    #[arg(long, env = "CODER_AUDIT_LOGS_RETENTION", default_value = "0", value_parser = retention)]
+    pub audit_logs_retention: Duration,
+
     /// Longest lifetime an API token may be created with.
     #[arg(long, env = "CODER_MAX_TOKEN_LIFETIME", default_value = "8760h", value_parser = humantime::parse_duration)]
     pub max_token_lifetime: Duration,
@@ -241,6 +245,7 @@ impl std::fmt::Debug for ServerConfig {
                 &redact(&self.provisioner_daemon_psk),
             )
             .field("session_duration", &self.session_duration)
+            .field("audit_logs_retention", &self.audit_logs_retention)
             .field("max_token_lifetime", &self.max_token_lifetime)
             .field(
                 "disable_owner_workspace_access",
@@ -395,4 +400,38 @@ fn quiet_hours(s: &str) -> Result<String, String> {
     crate::schedule::Schedule::daily(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
+}
+
+/// A duration, or `0` for "forever" (humantime wants a unit).
+fn retention(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(s).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: super::ServerConfig,
+    }
+
+    #[test]
+    fn audit_retention_defaults_to_forever_and_takes_days() -> Result<(), clap::Error> {
+        let default = Cli::try_parse_from(["coder"])?;
+        assert_eq!(default.config.audit_logs_retention, Duration::ZERO);
+        let year = Cli::try_parse_from(["coder", "--audit-logs-retention", "365d"])?;
+        assert_eq!(
+            year.config.audit_logs_retention,
+            Duration::from_secs(365 * 86400)
+        );
+        assert!(Cli::try_parse_from(["coder", "--audit-logs-retention", "soon"]).is_err());
+        Ok(())
+    }
 }

@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod apps;
+pub mod audit;
 pub mod auth;
 pub mod authz;
 pub mod clock;

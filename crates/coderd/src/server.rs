@@ -196,6 +196,7 @@ pub async fn run_with(
         let mut deployment = state::Options::new(config.resolved_access_url(bound));
         deployment.session_duration = config.session_duration;
         deployment.max_token_lifetime = config.max_token_lifetime;
+        deployment.audit_logs_retention = config.audit_logs_retention;
         deployment.default_token_lifetime = deployment
             .default_token_lifetime
             .min(config.max_token_lifetime);

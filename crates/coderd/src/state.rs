@@ -53,6 +53,8 @@ pub struct Options {
     pub quiet_hours: crate::schedule::Schedule,
     /// Workspace apps: path apps, the wildcard access URL, the keys sealing app tokens.
     pub apps: crate::apps::Settings,
+    /// How long audit log entries are kept; zero keeps them forever.
+    pub audit_logs_retention: Duration,
 }
 
 impl Options {
@@ -74,6 +76,7 @@ impl Options {
             clock: crate::clock::Clock::system(),
             quiet_hours: default_quiet_hours(),
             apps: crate::apps::Settings::default(),
+            audit_logs_retention: Duration::ZERO,
         }
     }
 }
@@ -145,6 +148,12 @@ impl AppState {
         let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
         let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
         hang::start(store.clone(), shutdown.child_token());
+        crate::audit::start_purge(
+            store.clone(),
+            options.audit_logs_retention,
+            options.clock.clone(),
+            shutdown.child_token(),
+        );
         let template_usage =
             crate::usage::TemplateUsage::start(store.clone(), shutdown.child_token());
         let agents = crate::agents::Registry::default();

@@ -2,6 +2,7 @@
 
 pub mod agentsdk;
 pub mod apikeys;
+pub mod audit;
 pub mod buildinfo;
 pub mod client;
 pub mod error;

@@ -5,10 +5,12 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::users::{CreateFirstUserRequest, LoginType, UserStatus};
 use uuid::Uuid;
 
 use super::{Error, Result};
+use crate::audit;
 use crate::state::AppState;
 use crate::store::{self, NewUser, OrganizationRow, UserRow};
 
@@ -58,15 +60,33 @@ pub async fn password_login(
         .map_err(Error::internal)?;
     let result = if ok { "succeeded" } else { "failed" };
     metrics::counter!("coderd_login_attempts_total", "result" => result).increment(1);
-    let Some(user) = user.filter(|_| ok) else {
-        return Err(Error::unauthorized(BAD_CREDENTIALS));
+    // Refusals are recorded with the account they were for (none when it does not exist);
+    // what was typed is not.
+    let refused = |user: Option<&UserRow>, status: u16, why: &str| {
+        login_entry(user)
+            .status(status)
+            .description(format!("password login refused: {why}"))
+    };
+    let user = match user {
+        Some(user) if ok => user,
+        other => {
+            audit::record(
+                &state.store,
+                refused(other.as_ref(), 401, "bad credentials"),
+            )
+            .await;
+            return Err(Error::unauthorized(BAD_CREDENTIALS));
+        }
     };
     if user.status == UserStatus::Suspended.as_str() {
+        audit::record(&state.store, refused(Some(&user), 401, "account suspended")).await;
         return Err(Error::unauthorized("Your account is suspended.")
             .with_detail("Contact an administrator to reactivate your account."));
     }
     // Owners keep their password so a broken identity provider cannot lock everyone out.
     if state.options.disable_password_auth && !user.rbac_roles.iter().any(|r| r == "owner") {
+        let why = "password authentication is disabled";
+        audit::record(&state.store, refused(Some(&user), 403, why)).await;
         return Ok(PasswordLogin::PasswordAuthDisabled);
     }
     let token = super::keys::issue_key(
@@ -75,14 +95,35 @@ pub async fn password_login(
         LoginType::Password,
         "",
         state.options.session_duration,
+        Some(login_entry(Some(&user))),
     )
     .await?;
     Ok(PasswordLogin::Session { token })
 }
 
-/// Ends a session: its key is deleted (an already deleted key is not an error).
-pub async fn logout(state: &AppState, key_id: &str) -> Result<()> {
-    match state.store.delete_api_key(key_id).await {
+/// The entry of a login (sessions are `api_key` resources, named by their user).
+pub fn login_entry(user: Option<&UserRow>) -> audit::Entry {
+    audit::Entry::new(
+        user.map(|u| u.id),
+        ResourceType::ApiKey,
+        user.map(|u| u.id).unwrap_or_default(),
+        user.map_or("", |u| u.username.as_str()),
+        AuditAction::Login,
+    )
+}
+
+/// Ends `user`'s session: its key is deleted (an already deleted key is not an error, and
+/// records nothing).
+pub async fn logout(state: &AppState, user: &UserRow, key_id: &str) -> Result<()> {
+    let log = audit::Entry::new(
+        Some(user.id),
+        ResourceType::ApiKey,
+        user.id,
+        &user.username,
+        AuditAction::Logout,
+    )
+    .build();
+    match state.store.delete_api_key(key_id, Some(&log)).await {
         Ok(()) | Err(store::Error::NotFound) => Ok(()),
         Err(e) => Err(e.into()),
     }

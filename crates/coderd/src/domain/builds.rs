@@ -10,6 +10,7 @@
 //! posting — refused when a build is still active — and the dispatcher is told after it commits.
 
 use codersdk::ValidationError;
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::provisionerd::{Tags, Transition};
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
@@ -17,13 +18,14 @@ use uuid::Uuid;
 
 use super::render::job_status;
 use super::{Error, Result, parameters};
+use crate::audit::{self, Entry};
 use crate::authz::{self, Action, Object, Resource, Subject};
 use crate::provisioners::tags;
 use crate::schedule::Schedule;
 use crate::state::AppState;
 use crate::store::{
-    self, BuildRow, JobRow, NewBuild, NewJob, NewWorkspace, TemplateVersionRow, WorkspaceRow,
-    day_bits,
+    self, BuildRow, JobRow, NewAuditLog, NewBuild, NewJob, NewWorkspace, TemplateVersionRow,
+    WorkspaceRow, day_bits,
 };
 use crate::validate;
 
@@ -234,6 +236,30 @@ fn build_job(
     }
 }
 
+/// The entry of a build: its transition as the action, by whoever asked (none for the
+/// lifecycle executor), with the reason and the workspace in `additional_fields`.
+fn build_audit(subject: &Subject, build: &NewBuild, workspace: &str, org: Uuid) -> NewAuditLog {
+    let action = match build.transition.parse() {
+        Ok(Transition::Stop) => AuditAction::Stop,
+        Ok(Transition::Delete) => AuditAction::Delete,
+        _ => AuditAction::Start,
+    };
+    Entry::new(
+        audit::actor(subject),
+        ResourceType::WorkspaceBuild,
+        build.id,
+        workspace,
+        action,
+    )
+    .org(org)
+    .status(201)
+    .diff(None, Some(build))
+    .field("build_reason", build.reason.clone())
+    .field("workspace_name", workspace)
+    .field("workspace_id", build.workspace_id.to_string())
+    .build()
+}
+
 /// Creates the next build of `workspace`; the job is posted to the provisioners when the
 /// transaction commits. A subject that may not see the workspace gets [`Error::NotFound`]; one
 /// that may see but not change it [`Error::Forbidden`]; a build still active
@@ -300,21 +326,20 @@ pub async fn create_build(
         build_id,
         initiator,
     );
-    let created = state
-        .store
-        .create_build(&NewBuild {
-            id: build_id,
-            workspace_id: workspace.id,
-            template_version_id: version.id,
-            transition: req.transition.as_str().into(),
-            initiator_id: initiator,
-            reason: req.reason.as_str().into(),
-            parameters: values,
-            orphan: req.orphan,
-            expect_latest: req.expect_latest,
-            job,
-        })
-        .await?;
+    let build = NewBuild {
+        id: build_id,
+        workspace_id: workspace.id,
+        template_version_id: version.id,
+        transition: req.transition.as_str().into(),
+        initiator_id: initiator,
+        reason: req.reason.as_str().into(),
+        parameters: values,
+        orphan: req.orphan,
+        expect_latest: req.expect_latest,
+        job,
+    };
+    let log = build_audit(subject, &build, &workspace.name, workspace.organization_id);
+    let created = state.store.create_build(&build, Some(&log)).await?;
     let Some((row, job)) = created else {
         if req.expect_latest.is_some() {
             return Err(Error::conflict(
@@ -476,53 +501,66 @@ pub async fn create_workspace(
         build_id,
         initiator,
     );
+    let workspace = NewWorkspace {
+        id: workspace_id,
+        owner_id: owner,
+        organization_id: template.organization_id,
+        template_id: template.id,
+        name: req.name.clone(),
+        // A template that does not let users schedule starts, or choose when they stop,
+        // decides for them.
+        next_start_at: schedule
+            .as_ref()
+            .filter(|_| template.allow_user_autostart)
+            .and_then(|(_, s)| {
+                s.next_allowed_after(
+                    state.options.clock.now(),
+                    day_bits(template.autostart_allowed_days),
+                )
+            }),
+        autostart_schedule: schedule
+            .filter(|_| template.allow_user_autostart)
+            .map(|(raw, _)| raw),
+        ttl_ms: req
+            .ttl_ms
+            .filter(|_| template.allow_user_autostop)
+            .or(Some(template.default_ttl_ms))
+            .filter(|t| *t > 0),
+        automatic_updates: req
+            .automatic_updates
+            .clone()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "never".into()),
+    };
+    let build = NewBuild {
+        id: build_id,
+        workspace_id,
+        template_version_id: version.id,
+        transition: Transition::Start.as_str().into(),
+        initiator_id: initiator,
+        reason: BuildReason::Initiator.as_str().into(),
+        parameters: values,
+        orphan: false,
+        expect_latest: None,
+        job,
+    };
+    let org = template.organization_id;
+    let logs = [
+        Entry::new(
+            audit::actor(subject),
+            ResourceType::Workspace,
+            workspace_id,
+            &req.name,
+            AuditAction::Create,
+        )
+        .org(org)
+        .diff(None, Some(&workspace))
+        .build(),
+        build_audit(subject, &build, &req.name, org),
+    ];
     let (row, _, job) = state
         .store
-        .create_workspace(
-            &NewWorkspace {
-                id: workspace_id,
-                owner_id: owner,
-                organization_id: template.organization_id,
-                template_id: template.id,
-                name: req.name.clone(),
-                // A template that does not let users schedule starts, or choose when they stop,
-                // decides for them.
-                next_start_at: schedule
-                    .as_ref()
-                    .filter(|_| template.allow_user_autostart)
-                    .and_then(|(_, s)| {
-                        s.next_allowed_after(
-                            state.options.clock.now(),
-                            day_bits(template.autostart_allowed_days),
-                        )
-                    }),
-                autostart_schedule: schedule
-                    .filter(|_| template.allow_user_autostart)
-                    .map(|(raw, _)| raw),
-                ttl_ms: req
-                    .ttl_ms
-                    .filter(|_| template.allow_user_autostop)
-                    .or(Some(template.default_ttl_ms))
-                    .filter(|t| *t > 0),
-                automatic_updates: req
-                    .automatic_updates
-                    .clone()
-                    .filter(|u| !u.is_empty())
-                    .unwrap_or_else(|| "never".into()),
-            },
-            &NewBuild {
-                id: build_id,
-                workspace_id,
-                template_version_id: version.id,
-                transition: Transition::Start.as_str().into(),
-                initiator_id: initiator,
-                reason: BuildReason::Initiator.as_str().into(),
-                parameters: values,
-                orphan: false,
-                expect_latest: None,
-                job,
-            },
-        )
+        .create_workspace(&workspace, &build, &logs)
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => Error::conflict(format!(

@@ -8,6 +8,7 @@ use codersdk::users::LoginType;
 use uuid::Uuid;
 
 use super::{Error, Result};
+use crate::audit::Entry;
 use crate::state::AppState;
 use crate::store::{self, NewApiKey};
 
@@ -15,15 +16,17 @@ use crate::store::{self, NewApiKey};
 /// nothing else; the API refuses them.
 pub const APP_CONNECT_SCOPE: &str = "application_connect";
 
-/// Mints a key for `user` and stores its hash; returns the token to show once.
+/// Mints a key for `user` and stores its hash; returns the token to show once. `audit`, when
+/// given, is recorded with the key's fields as its diff, in the key's transaction.
 pub async fn issue_key(
     state: &AppState,
     user: Uuid,
     login_type: LoginType,
     token_name: &str,
     lifetime: Duration,
+    audit: Option<Entry>,
 ) -> Result<String> {
-    issue_scoped_key(state, user, login_type, token_name, "all", lifetime).await
+    issue_scoped_key(state, user, login_type, token_name, "all", lifetime, audit).await
 }
 
 /// An app host's key: scoped to [`APP_CONNECT_SCOPE`], a fixed lifetime (it never slides).
@@ -35,6 +38,7 @@ pub async fn issue_app_key(state: &AppState, user: Uuid, lifetime: Duration) -> 
         "",
         APP_CONNECT_SCOPE,
         lifetime,
+        None,
     )
     .await
 }
@@ -46,6 +50,7 @@ async fn issue_scoped_key(
     token_name: &str,
     scope: &str,
     lifetime: Duration,
+    audit: Option<Entry>,
 ) -> Result<String> {
     let generated = crate::auth::generate_key();
     let lifetime_seconds = i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX);
@@ -59,9 +64,10 @@ async fn issue_scoped_key(
         lifetime_seconds,
         expires_at: Utc::now() + chrono::Duration::seconds(lifetime_seconds),
     };
+    let log = audit.map(|e| e.diff(None, Some(&key)).build());
     state
         .store
-        .insert_api_key(&key)
+        .insert_api_key(&key, log.as_ref())
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => Error::conflict(format!(

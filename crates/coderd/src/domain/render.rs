@@ -11,8 +11,12 @@ use codersdk::workspaces::{
     WorkspaceBuildTimings, WorkspaceResource, WorkspaceResourceMetadata, WorkspaceStatus,
 };
 
+use codersdk::users::{LoginType, SlimRole, User, UserStatus};
+use uuid::Uuid;
+
 use crate::agents::INACTIVE_AFTER;
-use crate::store::{AgentRow, AgentTree, AppRow, BuildTimings, JobRow, ResourceTree};
+use crate::authz::site_role;
+use crate::store::{AgentRow, AgentTree, AppRow, BuildTimings, JobRow, ResourceTree, UserRow};
 
 /// The job's status, derived from its timestamps as Coder does.
 pub fn job_status(job: &JobRow) -> ProvisionerJobStatus {
@@ -297,5 +301,36 @@ pub fn build_timings(timings: BuildTimings) -> WorkspaceBuildTimings {
                 workspace_agent_name: t.agent_name,
             })
             .collect(),
+    }
+}
+
+/// A user's site roles with their display names.
+pub fn site_roles(names: &[String]) -> Vec<SlimRole> {
+    names
+        .iter()
+        .map(|name| SlimRole {
+            display_name: site_role(name).map_or_else(|| name.clone(), |r| r.display_name.into()),
+            name: name.clone(),
+            organization_id: String::new(),
+        })
+        .collect()
+}
+
+/// A user as the API shows it.
+pub fn user(row: UserRow, organization_ids: Vec<Uuid>) -> User {
+    User {
+        id: row.id,
+        roles: site_roles(&row.rbac_roles),
+        username: row.username,
+        name: row.name,
+        email: row.email,
+        avatar_url: row.avatar_url,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        last_seen_at: row.last_seen_at,
+        status: row.status.parse().unwrap_or(UserStatus::Active),
+        login_type: row.login_type.parse().unwrap_or(LoginType::Password),
+        organization_ids,
+        theme_preference: String::new(),
     }
 }

@@ -5,14 +5,16 @@
 
 use chrono::{DateTime, Duration, Utc};
 use codersdk::ValidationError;
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::provisioners::ProvisionerJobStatus;
 
 use super::render::job_status;
 use super::{Error, Result, parameters};
+use crate::audit;
 use crate::authz::{self, Action, Object, Resource, Subject};
 use crate::schedule::Schedule;
 use crate::state::AppState;
-use crate::store::{WorkspaceRow, day_bits};
+use crate::store::{NewAuditLog, WorkspaceRow, day_bits};
 
 /// A new deadline must leave at least this long (Coder's rule: 30 minutes, with a minute's
 /// grace for the request's own travel).
@@ -47,6 +49,20 @@ pub fn next_start(
     schedule.next_allowed_after(now, day_bits(workspace.template_autostart_allowed_days))
 }
 
+/// The entry of a change to a workspace's settings by `subject`.
+fn workspace_write(subject: &Subject, before: &WorkspaceRow, after: &WorkspaceRow) -> NewAuditLog {
+    audit::Entry::new(
+        audit::actor(subject),
+        ResourceType::Workspace,
+        before.id,
+        &before.name,
+        AuditAction::Write,
+    )
+    .org(before.organization_id)
+    .diff(Some(before), Some(after))
+    .build()
+}
+
 /// `PUT /workspaces/{id}/autostart`: sets the schedule (`None` or empty turns it off).
 pub async fn set_autostart(
     state: &AppState,
@@ -69,7 +85,18 @@ pub async fn set_autostart(
     let next = parsed
         .as_ref()
         .and_then(|s| next_start(workspace, s, state.options.clock.now()));
-    state.store.set_autostart(workspace.id, raw, next).await?;
+    let log = workspace_write(
+        subject,
+        workspace,
+        &WorkspaceRow {
+            autostart_schedule: raw.map(str::to_owned),
+            ..workspace.clone()
+        },
+    );
+    state
+        .store
+        .set_autostart(workspace.id, raw, next, Some(&log))
+        .await?;
     tracing::info!(workspace = %workspace.id, schedule = ?raw, next_start_at = ?next, "autostart schedule set");
     Ok(())
 }
@@ -94,7 +121,15 @@ pub async fn set_ttl(
     if let Some(ms) = ttl {
         crate::validate::workspace_ttl_ms(ms).map_err(|detail| invalid("ttl_ms", detail))?;
     }
-    state.store.set_ttl(workspace.id, ttl).await?;
+    let log = workspace_write(
+        subject,
+        workspace,
+        &WorkspaceRow {
+            ttl_ms: ttl,
+            ..workspace.clone()
+        },
+    );
+    state.store.set_ttl(workspace.id, ttl, Some(&log)).await?;
     Ok(())
 }
 
@@ -170,7 +205,18 @@ pub async fn set_dormant(
 ) -> Result<bool> {
     authorize(subject, workspace)?;
     let at = dormant.then(|| state.options.clock.now());
-    let changed = state.store.set_dormant(workspace.id, at).await?;
+    let log = workspace_write(
+        subject,
+        workspace,
+        &WorkspaceRow {
+            dormant_at: at,
+            ..workspace.clone()
+        },
+    );
+    let changed = state
+        .store
+        .set_dormant(workspace.id, at, Some(&log))
+        .await?;
     if changed {
         tracing::info!(workspace = %workspace.id, dormant, "dormancy set");
     }
@@ -189,7 +235,18 @@ pub async fn set_automatic_updates(
         .map_err(|detail| invalid("automatic_updates", detail))?;
     state
         .store
-        .set_automatic_updates(workspace.id, value)
+        .set_automatic_updates(
+            workspace.id,
+            value,
+            Some(&workspace_write(
+                subject,
+                workspace,
+                &WorkspaceRow {
+                    automatic_updates: value.into(),
+                    ..workspace.clone()
+                },
+            )),
+        )
         .await?;
     Ok(())
 }

@@ -49,7 +49,10 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Session> {
         }
         "dormant" => {
             // Dormancy only marks inactivity; using the account ends it.
-            user = state.store.update_user_status(user.id, "active").await?;
+            user = state
+                .store
+                .update_user_status(user.id, "active", None)
+                .await?;
         }
         _ => {}
     }

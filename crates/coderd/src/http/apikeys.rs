@@ -8,11 +8,13 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use codersdk::Response;
 use codersdk::apikeys::{ApiKey, CreateTokenRequest, GenerateApiKeyResponse, NANOS_PER_SECOND};
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::users::LoginType;
 use rand::seq::IndexedRandom;
 
 use super::AppState;
 use super::extract::{Auth, Json, Path, resolve_user};
+use crate::audit::{Entry, actor};
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::store::ApiKeyRow;
@@ -95,8 +97,22 @@ pub(super) async fn create_token(
     } else {
         req.token_name
     };
-    let key =
-        crate::domain::keys::issue_key(&state, user.id, LoginType::Token, &name, lifetime).await?;
+    let audit = Entry::new(
+        actor(&auth.subject),
+        ResourceType::ApiKey,
+        user.id,
+        &name,
+        AuditAction::Create,
+    );
+    let key = crate::domain::keys::issue_key(
+        &state,
+        user.id,
+        LoginType::Token,
+        &name,
+        lifetime,
+        Some(audit),
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(GenerateApiKeyResponse { key })))
 }
 
@@ -169,6 +185,15 @@ pub(super) async fn delete_key(
         Action::Delete,
         &Object::owned(Resource::ApiKey, None, key.user_id),
     )?;
-    state.store.delete_api_key(&key.id).await?;
+    let log = Entry::new(
+        actor(&auth.subject),
+        ResourceType::ApiKey,
+        key.user_id,
+        &key.token_name,
+        AuditAction::Delete,
+    )
+    .diff(Some(&key), None)
+    .build();
+    state.store.delete_api_key(&key.id, Some(&log)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,22 +1,12 @@
 //! Store rows → API shapes.
 
 use codersdk::organizations::{Organization, OrganizationMember, OrganizationMemberWithUserData};
-use codersdk::users::{LoginType, SlimRole, User, UserStatus};
+use codersdk::users::SlimRole;
 use uuid::Uuid;
 
-use crate::authz::{org_role, site_role};
-use crate::store::{MemberRow, MemberWithUserRow, OrganizationRow, UserRow};
-
-pub fn site_roles(names: &[String]) -> Vec<SlimRole> {
-    names
-        .iter()
-        .map(|name| SlimRole {
-            display_name: site_role(name).map_or_else(|| name.clone(), |r| r.display_name.into()),
-            name: name.clone(),
-            organization_id: String::new(),
-        })
-        .collect()
-}
+use crate::authz::org_role;
+pub use crate::domain::render::{site_roles, user};
+use crate::store::{MemberRow, MemberWithUserRow, OrganizationRow};
 
 pub fn org_roles(org: Uuid, names: &[String]) -> Vec<SlimRole> {
     names
@@ -27,24 +17,6 @@ pub fn org_roles(org: Uuid, names: &[String]) -> Vec<SlimRole> {
             organization_id: org.to_string(),
         })
         .collect()
-}
-
-pub fn user(row: UserRow, organization_ids: Vec<Uuid>) -> User {
-    User {
-        id: row.id,
-        roles: site_roles(&row.rbac_roles),
-        username: row.username,
-        name: row.name,
-        email: row.email,
-        avatar_url: row.avatar_url,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        last_seen_at: row.last_seen_at,
-        status: row.status.parse().unwrap_or(UserStatus::Active),
-        login_type: row.login_type.parse().unwrap_or(LoginType::Password),
-        organization_ids,
-        theme_preference: String::new(),
-    }
 }
 
 pub fn organization(row: OrganizationRow) -> Organization {

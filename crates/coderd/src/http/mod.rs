@@ -67,6 +67,7 @@ pub fn router(
         .merge(crate::apps::port_share::routes())
         .merge(crate::sso::routes())
         .merge(crate::groups::routes())
+        .merge(crate::audit::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);
@@ -98,5 +99,6 @@ pub fn router(
             header::COOKIE,
             header::HeaderName::from_static("coder-session-token"),
         ]))
+        .layer(axum::middleware::from_fn(crate::audit::request_context))
         .layer(CatchPanicLayer::custom(meta::panic_response))
 }

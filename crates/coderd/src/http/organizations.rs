@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use chrono::Utc;
 use codersdk::Response;
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::organizations::{
     CreateOrganizationRequest, Organization, OrganizationMember, OrganizationMemberWithUserData,
 };
@@ -15,9 +16,10 @@ use uuid::Uuid;
 use super::AppState;
 use super::convert;
 use super::extract::{Auth, Json, Path, resolve_org, resolve_user};
+use crate::audit::{Entry, actor};
 use crate::authz::{Action, Object, Resource};
 use crate::error::{ApiError, ApiResult, Validator};
-use crate::store::{self, OrganizationRow};
+use crate::store::{self, MemberRow, OrganizationRow};
 use crate::validate;
 
 pub fn routes() -> Router<AppState> {
@@ -79,9 +81,19 @@ pub(super) async fn create_organization(
         created_at: now,
         updated_at: now,
     };
+    let log = Entry::new(
+        actor(&auth.subject),
+        ResourceType::Organization,
+        row.id,
+        &row.name,
+        AuditAction::Create,
+    )
+    .org(row.id)
+    .diff(None, Some(&row))
+    .build();
     let org = state
         .store
-        .create_organization(&row, auth.user.id)
+        .create_organization(&row, auth.user.id, Some(&log))
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => {
@@ -173,9 +185,12 @@ pub(super) async fn add_member(
         Action::Create,
         &Object::in_org(Resource::OrganizationMember, org.id),
     )?;
+    let log = member_entry(&auth, org.id, &user, AuditAction::Create)
+        .diff(None, Some(&member_of(org.id, &user, vec![])))
+        .build();
     let member = state
         .store
-        .add_organization_member(org.id, user.id)
+        .add_organization_member(org.id, user.id, Some(&log))
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => {
@@ -203,9 +218,10 @@ pub(super) async fn remove_member(
             "You cannot remove yourself from an organization.",
         ));
     }
+    let log = member_entry(&auth, org.id, &user, AuditAction::Delete).build();
     state
         .store
-        .remove_organization_member(org.id, user.id)
+        .remove_organization_member(org.id, user.id, Some(&log))
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -260,9 +276,43 @@ pub(super) async fn update_member_roles(
                 .with_detail(format!("You may not assign or remove the role {role:?}.")));
         }
     }
+    let log = member_entry(&auth, org.id, &user, AuditAction::Write)
+        .diff(
+            Some(&current),
+            Some(&MemberRow {
+                roles: wanted.clone(),
+                ..current.clone()
+            }),
+        )
+        .build();
     let member = state
         .store
-        .update_member_roles(org.id, user.id, &wanted)
+        .update_member_roles(org.id, user.id, &wanted, Some(&log))
         .await?;
     Ok(Json(convert::member(member)))
+}
+
+/// An entry for `action` by the caller on `user`'s membership of `org` (named by the user, as
+/// Coder does).
+fn member_entry(auth: &Auth, org: Uuid, user: &store::UserRow, action: AuditAction) -> Entry {
+    Entry::new(
+        actor(&auth.subject),
+        ResourceType::OrganizationMember,
+        user.id,
+        &user.username,
+        action,
+    )
+    .org(org)
+}
+
+/// The membership about to be created, for its entry's diff.
+fn member_of(org: Uuid, user: &store::UserRow, roles: Vec<String>) -> MemberRow {
+    let now = Utc::now();
+    MemberRow {
+        organization_id: org,
+        user_id: user.id,
+        roles,
+        created_at: now,
+        updated_at: now,
+    }
 }

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use base64::Engine as _;
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::provisionerd::{
     DaemonMessage, KEY_HEADER, PROTOCOL_VERSION, PSK_HEADER, SCOPE_USER, ServeParams,
     ServerMessage, TAG_SCOPE, Tags,
@@ -28,13 +29,14 @@ use super::extract::{
     Auth, Json, Path, Query, authenticate, empty_as_none, find_org, resolve_org, token_from_parts,
 };
 use super::templates::PROVISIONERS;
+use crate::audit::{Entry, actor};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::jobs;
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::dispatch::Capability;
 use crate::provisioners::session::{self, SessionIo};
 use crate::provisioners::tags;
-use crate::store::{self, DaemonRow, NewDaemon, OrganizationRow};
+use crate::store::{self, DaemonRow, KeyRow, NewDaemon, OrganizationRow};
 
 /// A connection with no frame at all for this long is dead.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -202,14 +204,20 @@ pub(super) async fn create_key(
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     };
     let key_tags = tags::normalize(req.tags.clone(), None);
+    let new = KeyRow {
+        id: Uuid::new_v4(),
+        organization_id: org.id,
+        name: req.name.clone(),
+        hashed_secret: crate::auth::hash_secret(&secret),
+        tags: serde_json::to_value(&key_tags).unwrap_or_default(),
+        created_at: chrono::Utc::now(),
+    };
+    let log = key_entry(&auth, &new, AuditAction::Create)
+        .diff(None, Some(&new))
+        .build();
     state
         .store
-        .insert_provisioner_key(
-            org.id,
-            &req.name,
-            &crate::auth::hash_secret(&secret),
-            &serde_json::to_value(&key_tags).unwrap_or_default(),
-        )
+        .insert_provisioner_key(&new, Some(&log))
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => ApiError::conflict(format!(
@@ -261,8 +269,33 @@ pub(super) async fn delete_key(
         &Object::in_org(Resource::ProvisionerKey, org.id),
     )
     .map_err(|_| ApiError::forbidden())?;
-    state.store.delete_provisioner_key(org.id, &name).await?;
+    let row = state
+        .store
+        .provisioner_keys(org.id)
+        .await?
+        .into_iter()
+        .find(|k| k.name.eq_ignore_ascii_case(&name))
+        .ok_or_else(ApiError::not_found)?;
+    let log = key_entry(&auth, &row, AuditAction::Delete)
+        .diff(Some(&row), None)
+        .build();
+    state
+        .store
+        .delete_provisioner_key(org.id, &name, Some(&log))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// An entry for `action` by the caller on the provisioner key `key`.
+fn key_entry(auth: &Auth, key: &KeyRow, action: AuditAction) -> Entry {
+    Entry::new(
+        actor(&auth.subject),
+        ResourceType::ProvisionerKey,
+        key.id,
+        &key.name,
+        action,
+    )
+    .org(key.organization_id)
 }
 
 fn validate_daemon_name(name: &str) -> Result<(), String> {

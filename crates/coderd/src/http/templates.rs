@@ -6,6 +6,7 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, patch, post};
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::provisionerd::{TemplateVariable, VariableValue};
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::templates::{
@@ -19,6 +20,7 @@ use uuid::Uuid;
 use super::AppState;
 use super::extract::{Auth, Json, Path, Query, resolve_org};
 use super::jobs::{self, LogParams};
+use crate::audit::{Entry, actor, template_after};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::render::parameter;
 use crate::domain::resolve;
@@ -186,9 +188,19 @@ pub(super) async fn create_version(
             tags: serde_json::to_value(&job_tags).unwrap_or_default(),
         },
     };
+    let log = Entry::new(
+        actor(&auth.subject),
+        ResourceType::TemplateVersion,
+        new.id,
+        &new.name,
+        AuditAction::Create,
+    )
+    .org(org.id)
+    .diff(None, Some(&new))
+    .build();
     let (row, job) = state
         .store
-        .create_template_version(&new)
+        .create_template_version(&new, Some(&log))
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => {
@@ -391,24 +403,35 @@ pub(super) async fn create_template(
     }
     imported(&state, &version).await?;
     let job = state.store.job_by_id(version.job_id).await?;
+    let new = NewTemplate {
+        id: Uuid::new_v4(),
+        organization_id: org.id,
+        name: req.name,
+        display_name: req.display_name,
+        description: req.description,
+        icon: req.icon,
+        provisioner: job.provisioner,
+        active_version_id: version.id,
+        created_by: auth.user.id,
+        allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs.unwrap_or(true),
+        schedule,
+        require_active_version: req.require_active_version,
+        max_port_share_level: req.max_port_share_level.unwrap_or_else(|| "owner".into()),
+        cors_behavior: req.cors_behavior.unwrap_or_else(|| "simple".into()),
+    };
+    let log = Entry::new(
+        actor(&auth.subject),
+        ResourceType::Template,
+        new.id,
+        &new.name,
+        AuditAction::Create,
+    )
+    .org(org.id)
+    .diff(None, Some(&new))
+    .build();
     let row = state
         .store
-        .create_template(&NewTemplate {
-            id: Uuid::new_v4(),
-            organization_id: org.id,
-            name: req.name,
-            display_name: req.display_name,
-            description: req.description,
-            icon: req.icon,
-            provisioner: job.provisioner,
-            active_version_id: version.id,
-            created_by: auth.user.id,
-            allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs.unwrap_or(true),
-            schedule,
-            require_active_version: req.require_active_version,
-            max_port_share_level: req.max_port_share_level.unwrap_or_else(|| "owner".into()),
-            cors_behavior: req.cors_behavior.unwrap_or_else(|| "simple".into()),
-        })
+        .create_template(&new, Some(&log))
         .await
         .map_err(|e| match e {
             store::Error::Conflict { constraint } if constraint.contains("name") => {
@@ -496,25 +519,26 @@ pub(super) async fn update_template(
     let schedule =
         (!changes.is_empty()).then(|| template_schedules::apply(row.schedule(), &changes));
     let before = row;
+    let changes = TemplateChanges {
+        name: req.name,
+        display_name: req.display_name,
+        description: req.description,
+        icon: req.icon,
+        allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs,
+        deprecated: req.deprecation_message,
+        schedule,
+        require_active_version: req.require_active_version,
+        max_port_share_level: req.max_port_share_level,
+        cors_behavior: req.cors_behavior,
+        touch_workspaces_last_used: req.update_workspace_last_used_at,
+        touch_workspaces_dormant: req.update_workspace_dormant_at,
+    };
+    let log = template_entry(&auth, &before, AuditAction::Write)
+        .diff(Some(&before), Some(&template_after(&before, &changes)))
+        .build();
     let row = state
         .store
-        .update_template(
-            id,
-            &TemplateChanges {
-                name: req.name,
-                display_name: req.display_name,
-                description: req.description,
-                icon: req.icon,
-                allow_user_cancel_workspace_jobs: req.allow_user_cancel_workspace_jobs,
-                deprecated: req.deprecation_message,
-                schedule,
-                require_active_version: req.require_active_version,
-                max_port_share_level: req.max_port_share_level,
-                cors_behavior: req.cors_behavior,
-                touch_workspaces_last_used: req.update_workspace_last_used_at,
-                touch_workspaces_dormant: req.update_workspace_dormant_at,
-            },
-        )
+        .update_template(id, &changes, Some(&log))
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => {
@@ -536,7 +560,16 @@ pub(super) async fn delete_template(
     let row = resolve_template(&state, &auth, id).await?;
     let guard = resolve::template_guard(&state, row.id, row.organization_id).await?;
     auth.authorize(Action::Delete, &guard)?;
-    if !state.store.delete_template(id).await? {
+    let log = template_entry(&auth, &row, AuditAction::Delete)
+        .diff(
+            Some(&row),
+            Some(&TemplateRow {
+                deleted: true,
+                ..row.clone()
+            }),
+        )
+        .build();
+    if !state.store.delete_template(id, Some(&log)).await? {
         return Err(ApiError::bad_request(
             "All workspaces must be deleted before a template can be removed.",
         ));
@@ -601,11 +634,32 @@ pub(super) async fn promote_version(
         ));
     }
     imported(&state, &version).await?;
+    let log = template_entry(&auth, &template, AuditAction::Write)
+        .diff(
+            Some(&template),
+            Some(&TemplateRow {
+                active_version_id: version.id,
+                ..template.clone()
+            }),
+        )
+        .build();
     state
         .store
-        .set_active_version(template.id, version.id)
+        .set_active_version(template.id, version.id, Some(&log))
         .await?;
     Ok(Json(codersdk::Response::new(
         "Updated the active template version!",
     )))
+}
+
+/// An entry for `action` by the caller on the template `row`.
+fn template_entry(auth: &Auth, row: &TemplateRow, action: AuditAction) -> Entry {
+    Entry::new(
+        actor(&auth.subject),
+        ResourceType::Template,
+        row.id,
+        &row.name,
+        action,
+    )
+    .org(row.organization_id)
 }

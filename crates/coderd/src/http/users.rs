@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post, put};
+use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::users::{
     AssignableRole, CreateFirstUserRequest, CreateFirstUserResponse, CreateUserRequest,
     GetUsersResponse, LoginType, LoginWithPasswordRequest, LoginWithPasswordResponse, UpdateRoles,
@@ -16,6 +17,7 @@ use uuid::Uuid;
 use super::AppState;
 use super::convert;
 use super::extract::{Auth, Json, Pagination, Path, Query, resolve_user};
+use crate::audit::{Entry, actor};
 use crate::authz::{Action, Object, Resource, SITE_ROLES};
 use crate::domain::accounts::{self, PasswordLogin};
 use crate::error::{ApiError, ApiResult, Validator};
@@ -23,6 +25,17 @@ use crate::store::{self, NewUser, UserDeletion, UserQuery, UserRow};
 use crate::validate;
 
 const DEFAULT_USERS_PAGE: i64 = 50;
+
+/// An entry for `action` by the caller on the user `row`.
+fn user_entry(auth: &Auth, row: &UserRow, action: AuditAction) -> Entry {
+    Entry::new(
+        actor(&auth.subject),
+        ResourceType::User,
+        row.id,
+        &row.username,
+        action,
+    )
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -158,7 +171,7 @@ pub(super) async fn logout(
     State(state): State<AppState>,
     auth: Auth,
 ) -> ApiResult<impl IntoResponse> {
-    accounts::logout(&state, &auth.key.id).await?;
+    accounts::logout(&state, &auth.user, &auth.key.id).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::SET_COOKIE, session_cookie(&state, "", 0));
     Ok((headers, Json(Response::new("Logged out!"))))
@@ -312,15 +325,28 @@ pub(super) async fn create_user(
         login_type: login_type.as_str().into(),
         organization_ids,
     };
-    let row = state.store.create_user(new).await.map_err(|e| match e {
-        store::Error::Conflict { constraint } if constraint.contains("email") => {
-            ApiError::conflict("A user with this email already exists.")
-        }
-        store::Error::Conflict { constraint } if constraint.contains("username") => {
-            ApiError::conflict("A user with this username already exists.")
-        }
-        other => other.into(),
-    })?;
+    let log = Entry::new(
+        actor(&auth.subject),
+        ResourceType::User,
+        new.id,
+        &new.username,
+        AuditAction::Create,
+    )
+    .diff(None, Some(&new))
+    .build();
+    let row = state
+        .store
+        .create_user(new, Some(&log))
+        .await
+        .map_err(|e| match e {
+            store::Error::Conflict { constraint } if constraint.contains("email") => {
+                ApiError::conflict("A user with this email already exists.")
+            }
+            store::Error::Conflict { constraint } if constraint.contains("username") => {
+                ApiError::conflict("A user with this username already exists.")
+            }
+            other => other.into(),
+        })?;
     Ok((StatusCode::CREATED, Json(user_response(&state, row).await?)))
 }
 
@@ -350,7 +376,16 @@ pub(super) async fn delete_user(
     if row.id == auth.user.id {
         return Err(ApiError::forbidden().with_detail("You cannot delete yourself."));
     }
-    match state.store.delete_user(row.id).await? {
+    let log = user_entry(&auth, &row, AuditAction::Delete)
+        .diff(
+            Some(&row),
+            Some(&UserRow {
+                deleted: true,
+                ..row.clone()
+            }),
+        )
+        .build();
+    match state.store.delete_user(row.id, Some(&log)).await? {
         UserDeletion::Deleted => Ok(Json(Response::new("User has been deleted!"))),
         // Coder's status and words: the workspaces would be left without an owner.
         UserDeletion::OwnsWorkspaces => Err(ApiError::new(
@@ -371,9 +406,18 @@ async fn set_status(
     if status == UserStatus::Suspended && row.id == auth.user.id {
         return Err(ApiError::bad_request("You cannot suspend yourself."));
     }
+    let log = user_entry(auth, &row, AuditAction::Write)
+        .diff(
+            Some(&row),
+            Some(&UserRow {
+                status: status.as_str().into(),
+                ..row.clone()
+            }),
+        )
+        .build();
     let row = state
         .store
-        .update_user_status(row.id, status.as_str())
+        .update_user_status(row.id, status.as_str(), Some(&log))
         .await?;
     tracing::info!(user = %row.username, status = status.as_str(), "user status changed");
     Ok(Json(user_response(state, row).await?))
@@ -454,7 +498,19 @@ pub(super) async fn update_user_roles(
                 .with_detail(format!("You may not assign or remove the role {role:?}.")));
         }
     }
-    let row = state.store.update_user_roles(row.id, &wanted).await?;
+    let log = user_entry(&auth, &row, AuditAction::Write)
+        .diff(
+            Some(&row),
+            Some(&UserRow {
+                rbac_roles: wanted.clone(),
+                ..row.clone()
+            }),
+        )
+        .build();
+    let row = state
+        .store
+        .update_user_roles(row.id, &wanted, Some(&log))
+        .await?;
     Ok(Json(user_response(&state, row).await?))
 }
 
@@ -488,9 +544,18 @@ pub(super) async fn update_password(
         }
     }
     let hashed = crate::auth::hash_password(req.password).await?;
+    let log = user_entry(&auth, &row, AuditAction::Write)
+        .diff(
+            Some(&row),
+            Some(&UserRow {
+                hashed_password: hashed.clone(),
+                ..row.clone()
+            }),
+        )
+        .build();
     state
         .store
-        .update_user_password(row.id, &hashed, &auth.key.id)
+        .update_user_password(row.id, &hashed, &auth.key.id, Some(&log))
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -116,6 +116,7 @@ use crate::http::{
         crate::groups::routes::template_acl,
         crate::groups::routes::update_template_acl,
         crate::groups::routes::acl_available,
+        crate::audit::routes::audit_logs,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

@@ -79,6 +79,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                     LoginType::None,
                     "",
                     OWNER_TOKEN_LIFETIME,
+                    None,
                 )
                 .await
                 .map_err(|e| PayloadError::Token(e.to_string()))?

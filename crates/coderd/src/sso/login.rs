@@ -96,7 +96,17 @@ pub async fn oidc_login(
     };
     let (user, created) = match existing {
         Some(user) => {
-            check_existing(&user)?;
+            if let Err(refusal) = check_existing(&user) {
+                let status = match &refusal {
+                    Error::Refused { status, .. } => status.as_u16(),
+                    _ => 403,
+                };
+                let entry = crate::domain::accounts::login_entry(Some(&user))
+                    .status(status)
+                    .description("OIDC login refused");
+                crate::audit::record(&state.store, entry).await;
+                return Err(refusal);
+            }
             state
                 .store
                 .update_synced_link(user.id, &link, groups.as_ref())
@@ -122,6 +132,7 @@ pub async fn oidc_login(
         LoginType::Oidc,
         "",
         state.options.session_duration,
+        Some(crate::domain::accounts::login_entry(Some(&user))),
     )
     .await?;
     tracing::info!(user = %user.username, created, "OIDC sign-in");
@@ -252,7 +263,21 @@ async fn create_user(
                 login_type: LoginType::Oidc.as_str().into(),
                 organization_ids: vec![org.id],
             };
-            match state.store.create_synced_user(user, link, groups).await {
+            // Coder records a sign-up through the provider as the new user registering.
+            let log = crate::audit::Entry::new(
+                Some(user.id),
+                codersdk::audit::ResourceType::User,
+                user.id,
+                &user.username,
+                codersdk::audit::AuditAction::Register,
+            )
+            .diff(None, Some(&user))
+            .build();
+            match state
+                .store
+                .create_synced_user(user, link, groups, Some(&log))
+                .await
+            {
                 Ok(row) => return Ok(row),
                 // Someone took the name between the check and the insert: try another.
                 Err(store::Error::Conflict { constraint }) if constraint.contains("username") => {}

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Result, Store, UserRow, timed};
+use super::{NewAuditLog, Result, Store, UserRow, audit, timed};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKeyRow {
@@ -33,9 +33,14 @@ pub struct NewApiKey {
 }
 
 impl Store {
-    pub async fn insert_api_key(&self, key: &NewApiKey) -> Result<ApiKeyRow> {
+    pub async fn insert_api_key(
+        &self,
+        key: &NewApiKey,
+        log: Option<&NewAuditLog>,
+    ) -> Result<ApiKeyRow> {
         timed("insert_api_key", async {
-            Ok(sqlx::query_as!(
+            let mut tx = self.pool.begin().await?;
+            let row = sqlx::query_as!(
                 ApiKeyRow,
                 r#"INSERT INTO api_keys (id, hashed_secret, user_id, login_type, token_name, scope,
                                          lifetime_seconds, expires_at, last_used, created_at, updated_at)
@@ -50,8 +55,11 @@ impl Store {
                 key.lifetime_seconds,
                 key.expires_at
             )
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(row)
         })
         .await
     }
@@ -190,14 +198,17 @@ impl Store {
         .await
     }
 
-    pub async fn delete_api_key(&self, id: &str) -> Result<()> {
+    pub async fn delete_api_key(&self, id: &str, log: Option<&NewAuditLog>) -> Result<()> {
         timed("delete_api_key", async {
+            let mut tx = self.pool.begin().await?;
             let deleted = sqlx::query!("DELETE FROM api_keys WHERE id = $1", id)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?;
             if deleted.rows_affected() == 0 {
                 return Err(super::Error::NotFound);
             }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await

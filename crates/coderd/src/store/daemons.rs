@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Error, Result, Store, timed};
+use super::{Error, NewAuditLog, Result, Store, audit, timed};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DaemonRow {
@@ -113,24 +113,26 @@ impl Store {
 
     pub async fn insert_provisioner_key(
         &self,
-        org: Uuid,
-        name: &str,
-        hashed_secret: &[u8],
-        tags: &Value,
+        key: &KeyRow,
+        log: Option<&NewAuditLog>,
     ) -> Result<KeyRow> {
         timed("insert_provisioner_key", async {
-            Ok(sqlx::query_as!(
+            let mut tx = self.pool.begin().await?;
+            let row = sqlx::query_as!(
                 KeyRow,
                 r#"INSERT INTO provisioner_keys (id, organization_id, name, hashed_secret, tags, created_at)
                    VALUES ($1, $2, $3, $4, $5, now()) RETURNING *"#,
-                Uuid::new_v4(),
-                org,
-                name,
-                hashed_secret,
-                tags
+                key.id,
+                key.organization_id,
+                key.name,
+                key.hashed_secret,
+                key.tags
             )
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(row)
         })
         .await
     }
@@ -161,18 +163,26 @@ impl Store {
         .await
     }
 
-    pub async fn delete_provisioner_key(&self, org: Uuid, name: &str) -> Result<()> {
+    pub async fn delete_provisioner_key(
+        &self,
+        org: Uuid,
+        name: &str,
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
         timed("delete_provisioner_key", async {
+            let mut tx = self.pool.begin().await?;
             let deleted = sqlx::query!(
                 "DELETE FROM provisioner_keys WHERE organization_id = $1 AND lower(name) = lower($2)",
                 org,
                 name
             )
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
             if deleted.rows_affected() == 0 {
                 return Err(Error::NotFound);
             }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await

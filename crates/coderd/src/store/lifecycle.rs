@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::completion::BuildSchedule;
 use super::jobs::notify;
-use super::{Result, Store, timed};
+use super::{NewAuditLog, Result, Store, audit, timed};
 use crate::pubsub::channels;
 use crate::schedule::{Schedule, TemplatePolicy, autostop};
 
@@ -69,6 +69,7 @@ impl Store {
         workspace: Uuid,
         schedule: Option<&str>,
         next_start_at: Option<DateTime<Utc>>,
+        log: Option<&NewAuditLog>,
     ) -> Result<()> {
         timed("set_autostart", async {
             let mut tx = self.pool.begin().await?;
@@ -82,6 +83,7 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            audit::append(&mut tx, log).await?;
             notify(&mut tx, channels::WORKSPACE_UPDATED, workspace.to_string()).await?;
             tx.commit().await?;
             Ok(())
@@ -91,7 +93,12 @@ impl Store {
 
     /// Sets (or clears) the time to live. Clearing it also clears the running build's
     /// deadline, down to its max deadline (which the template imposes, not the user).
-    pub async fn set_ttl(&self, workspace: Uuid, ttl_ms: Option<i64>) -> Result<()> {
+    pub async fn set_ttl(
+        &self,
+        workspace: Uuid,
+        ttl_ms: Option<i64>,
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
         timed("set_ttl", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!(
@@ -112,6 +119,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
+            audit::append(&mut tx, log).await?;
             notify(&mut tx, channels::WORKSPACE_UPDATED, workspace.to_string()).await?;
             tx.commit().await?;
             Ok(())
@@ -150,7 +158,12 @@ impl Store {
     /// Makes a workspace dormant (`Some(at)`) or active (`None`); activating counts as a use,
     /// so the workspace does not fall dormant again on the next tick. Returns whether anything
     /// changed.
-    pub async fn set_dormant(&self, workspace: Uuid, at: Option<DateTime<Utc>>) -> Result<bool> {
+    pub async fn set_dormant(
+        &self,
+        workspace: Uuid,
+        at: Option<DateTime<Utc>>,
+        log: Option<&NewAuditLog>,
+    ) -> Result<bool> {
         timed("set_dormant", async {
             let mut tx = self.pool.begin().await?;
             let changed = sqlx::query!(
@@ -165,6 +178,9 @@ impl Store {
             .execute(&mut *tx)
             .await?
             .rows_affected();
+            if changed == 1 {
+                audit::append(&mut tx, log).await?;
+            }
             notify(&mut tx, channels::WORKSPACE_UPDATED, workspace.to_string()).await?;
             tx.commit().await?;
             Ok(changed == 1)
@@ -201,7 +217,12 @@ impl Store {
         .await
     }
 
-    pub async fn set_automatic_updates(&self, workspace: Uuid, value: &str) -> Result<()> {
+    pub async fn set_automatic_updates(
+        &self,
+        workspace: Uuid,
+        value: &str,
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
         timed("set_automatic_updates", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!(
@@ -212,6 +233,7 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            audit::append(&mut tx, log).await?;
             notify(&mut tx, channels::WORKSPACE_UPDATED, workspace.to_string()).await?;
             tx.commit().await?;
             Ok(())

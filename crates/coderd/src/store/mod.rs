@@ -3,6 +3,7 @@
 
 mod agents;
 mod api_keys;
+mod audit;
 mod completion;
 mod daemons;
 mod groups;
@@ -28,6 +29,7 @@ pub use agents::{
     MetadataWrite, ScriptRow,
 };
 pub use api_keys::{ApiKeyRow, NewApiKey};
+pub use audit::{AuditLogRow, AuditQuery, NewAuditLog};
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use groups::{AclChange, GroupChanges, GroupMemberRow, GroupRow, GroupSync, NewGroup};

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Result, Store, timed};
+use super::{NewAuditLog, Result, Store, audit, timed};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrganizationRow {
@@ -112,6 +112,7 @@ impl Store {
         &self,
         org: &OrganizationRow,
         creator: Uuid,
+        log: Option<&NewAuditLog>,
     ) -> Result<OrganizationRow> {
         timed("create_organization", async {
             let mut tx = self.pool.begin().await?;
@@ -137,6 +138,7 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
@@ -174,9 +176,15 @@ impl Store {
         .await
     }
 
-    pub async fn add_organization_member(&self, org: Uuid, user: Uuid) -> Result<MemberRow> {
+    pub async fn add_organization_member(
+        &self,
+        org: Uuid,
+        user: Uuid,
+        log: Option<&NewAuditLog>,
+    ) -> Result<MemberRow> {
         timed("add_organization_member", async {
-            Ok(sqlx::query_as!(
+            let mut tx = self.pool.begin().await?;
+            let row = sqlx::query_as!(
                 MemberRow,
                 r#"INSERT INTO organization_members (organization_id, user_id, roles, created_at, updated_at)
                    VALUES ($1, $2, '{}', now(), now())
@@ -184,24 +192,35 @@ impl Store {
                 org,
                 user
             )
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(row)
         })
         .await
     }
 
-    pub async fn remove_organization_member(&self, org: Uuid, user: Uuid) -> Result<()> {
+    pub async fn remove_organization_member(
+        &self,
+        org: Uuid,
+        user: Uuid,
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
         timed("remove_organization_member", async {
+            let mut tx = self.pool.begin().await?;
             let deleted = sqlx::query!(
                 "DELETE FROM organization_members WHERE organization_id = $1 AND user_id = $2",
                 org,
                 user
             )
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
             if deleted.rows_affected() == 0 {
                 return Err(super::Error::NotFound);
             }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await
@@ -212,9 +231,11 @@ impl Store {
         org: Uuid,
         user: Uuid,
         roles: &[String],
+        log: Option<&NewAuditLog>,
     ) -> Result<MemberRow> {
         timed("update_member_roles", async {
-            Ok(sqlx::query_as!(
+            let mut tx = self.pool.begin().await?;
+            let row = sqlx::query_as!(
                 MemberRow,
                 r#"UPDATE organization_members SET roles = $3, updated_at = now()
                    WHERE organization_id = $1 AND user_id = $2
@@ -223,8 +244,11 @@ impl Store {
                 user,
                 roles
             )
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(row)
         })
         .await
     }

@@ -6,7 +6,7 @@ use sqlx::Connection as _;
 use uuid::Uuid;
 
 use super::jobs::{JobRow, NewJob, insert_job};
-use super::{Error, Result, Store, timed};
+use super::{Error, NewAuditLog, Result, Store, audit, timed};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRow {
@@ -286,6 +286,7 @@ impl Store {
     pub async fn create_template_version(
         &self,
         v: &NewTemplateVersion,
+        log: Option<&NewAuditLog>,
     ) -> Result<(TemplateVersionRow, JobRow)> {
         timed("create_template_version", async {
             let mut tx = self.pool.begin().await?;
@@ -308,6 +309,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             let version = version_by_id(&mut tx, v.id).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok((version, job))
         })
@@ -369,7 +371,11 @@ impl Store {
     }
 
     /// Creates a template around an imported version, claiming the version for it.
-    pub async fn create_template(&self, t: &NewTemplate) -> Result<TemplateRow> {
+    pub async fn create_template(
+        &self,
+        t: &NewTemplate,
+        log: Option<&NewAuditLog>,
+    ) -> Result<TemplateRow> {
         timed("create_template", async {
             let mut tx = self.pool.begin().await?;
             let now = Utc::now();
@@ -431,6 +437,7 @@ impl Store {
                 });
             }
             let row = template_by(&mut tx, Some(t.id), None, None).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
@@ -492,7 +499,12 @@ impl Store {
         .await
     }
 
-    pub async fn update_template(&self, id: Uuid, c: &TemplateChanges) -> Result<TemplateRow> {
+    pub async fn update_template(
+        &self,
+        id: Uuid,
+        c: &TemplateChanges,
+        log: Option<&NewAuditLog>,
+    ) -> Result<TemplateRow> {
         timed("update_template", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!(
@@ -563,31 +575,40 @@ impl Store {
                 .await?;
             }
             let row = template_by(&mut tx, Some(id), None, None).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
         .await
     }
 
-    pub async fn set_active_version(&self, template: Uuid, version: Uuid) -> Result<()> {
+    pub async fn set_active_version(
+        &self,
+        template: Uuid,
+        version: Uuid,
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
         timed("set_active_version", async {
+            let mut tx = self.pool.begin().await?;
             let updated = sqlx::query!(
                 "UPDATE templates SET active_version_id = $2, updated_at = now() WHERE id = $1 AND NOT deleted",
                 template,
                 version
             )
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
             if updated.rows_affected() == 0 {
                 return Err(Error::NotFound);
             }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await
     }
 
     /// Deletes a template unless workspaces still use it; returns false when some do.
-    pub async fn delete_template(&self, id: Uuid) -> Result<bool> {
+    pub async fn delete_template(&self, id: Uuid, log: Option<&NewAuditLog>) -> Result<bool> {
         timed("delete_template", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!("SELECT id FROM templates WHERE id = $1 FOR UPDATE", id)
@@ -605,6 +626,7 @@ impl Store {
             sqlx::query!("UPDATE templates SET deleted = true, updated_at = now() WHERE id = $1", id)
                 .execute(&mut *tx)
                 .await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(true)
         })

@@ -6,7 +6,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::groups::{GroupSync, sync_groups};
-use super::{NewUser, Result, Store, UserRow, insert_user, timed};
+use super::{NewAuditLog, NewUser, Result, Store, UserRow, audit, insert_user, timed};
 
 /// What a successful external sign-in records about the link.
 #[derive(Debug, Clone)]
@@ -54,8 +54,13 @@ impl Store {
 
     /// Creates a user signing in for the first time together with its link, atomically: a
     /// failure leaves neither.
-    pub async fn create_linked_user(&self, user: NewUser, link: &LinkUpdate) -> Result<UserRow> {
-        self.create_synced_user(user, link, None).await
+    pub async fn create_linked_user(
+        &self,
+        user: NewUser,
+        link: &LinkUpdate,
+        log: Option<&NewAuditLog>,
+    ) -> Result<UserRow> {
+        self.create_synced_user(user, link, None, log).await
     }
 
     /// [`Store::create_linked_user`], also setting the user's synced groups in the same
@@ -65,6 +70,7 @@ impl Store {
         user: NewUser,
         link: &LinkUpdate,
         groups: Option<&GroupSync>,
+        log: Option<&NewAuditLog>,
     ) -> Result<UserRow> {
         timed("create_linked_user", async {
             let mut tx = self.pool.begin().await?;
@@ -74,6 +80,7 @@ impl Store {
             if let Some(groups) = groups {
                 sync_groups(&mut tx, row.id, groups).await?;
             }
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })

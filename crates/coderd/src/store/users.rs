@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{OrganizationRow, Result, Store, timed};
+use super::{NewAuditLog, OrganizationRow, Result, Store, audit, timed};
 use crate::authz::Filter;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,10 +152,11 @@ impl Store {
     }
 
     /// Creates a user and its memberships in one transaction.
-    pub async fn create_user(&self, user: NewUser) -> Result<UserRow> {
+    pub async fn create_user(&self, user: NewUser, log: Option<&NewAuditLog>) -> Result<UserRow> {
         timed("create_user", async {
             let mut tx = self.pool.begin().await?;
             let row = insert_user(&mut tx, &user, Utc::now()).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
         })
@@ -232,30 +233,48 @@ impl Store {
 
     /// Changes a user's status. Suspension takes effect on the user's very next request: every
     /// request re-reads the status with the API key.
-    pub async fn update_user_status(&self, id: Uuid, status: &str) -> Result<UserRow> {
+    pub async fn update_user_status(
+        &self,
+        id: Uuid,
+        status: &str,
+        log: Option<&NewAuditLog>,
+    ) -> Result<UserRow> {
         timed("update_user_status", async {
-            Ok(sqlx::query_as!(
+            let mut tx = self.pool.begin().await?;
+            let row = sqlx::query_as!(
                 UserRow,
                 "UPDATE users SET status = $2, updated_at = now() WHERE id = $1 AND NOT deleted RETURNING *",
                 id,
                 status
             )
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(row)
         })
         .await
     }
 
-    pub async fn update_user_roles(&self, id: Uuid, roles: &[String]) -> Result<UserRow> {
+    pub async fn update_user_roles(
+        &self,
+        id: Uuid,
+        roles: &[String],
+        log: Option<&NewAuditLog>,
+    ) -> Result<UserRow> {
         timed("update_user_roles", async {
-            Ok(sqlx::query_as!(
+            let mut tx = self.pool.begin().await?;
+            let row = sqlx::query_as!(
                 UserRow,
                 "UPDATE users SET rbac_roles = $2, updated_at = now() WHERE id = $1 AND NOT deleted RETURNING *",
                 id,
                 roles
             )
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(row)
         })
         .await
     }
@@ -266,6 +285,7 @@ impl Store {
         id: Uuid,
         hashed_password: &str,
         keep_key: &str,
+        log: Option<&NewAuditLog>,
     ) -> Result<()> {
         timed("update_user_password", async {
             let mut tx = self.pool.begin().await?;
@@ -286,6 +306,7 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -296,7 +317,7 @@ impl Store {
     /// Soft-deletes a user with their keys and memberships, unless they still own a workspace.
     /// The user's row is locked first (a conflicting lock with the key-share lock a concurrent
     /// workspace insert holds on it), so a workspace created meanwhile is seen.
-    pub async fn delete_user(&self, id: Uuid) -> Result<UserDeletion> {
+    pub async fn delete_user(&self, id: Uuid, log: Option<&NewAuditLog>) -> Result<UserDeletion> {
         timed("delete_user", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query_scalar!(
@@ -328,6 +349,7 @@ impl Store {
             sqlx::query!("DELETE FROM organization_members WHERE user_id = $1", id)
                 .execute(&mut *tx)
                 .await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(UserDeletion::Deleted)
         })

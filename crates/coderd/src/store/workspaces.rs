@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::jobs::{JobRow, NewJob, insert_job, notify};
-use super::{Error, Result, Store, timed};
+use super::{Error, NewAuditLog, Result, Store, audit, timed};
 use crate::authz::Filter;
 use crate::pubsub::channels;
 
@@ -117,6 +117,7 @@ impl Store {
         &self,
         w: &NewWorkspace,
         build: &NewBuild,
+        log: &[NewAuditLog],
     ) -> Result<(WorkspaceRow, BuildRow, JobRow)> {
         timed("create_workspace", async {
             let mut tx = self.pool.begin().await?;
@@ -151,6 +152,7 @@ impl Store {
             let job = insert_build(&mut tx, build, 1, None, now).await?;
             let workspace = workspace_by(&mut tx, w.id, true).await?;
             let build = build_by(&mut tx, build.id).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok((workspace, build, job))
         })
@@ -160,7 +162,11 @@ impl Store {
     /// Creates the next build of a workspace, starting from the previous build's state (none
     /// for an orphaning build), unless a build is still active (then `None`). Serialised per
     /// workspace by its row lock.
-    pub async fn create_build(&self, build: &NewBuild) -> Result<Option<(BuildRow, JobRow)>> {
+    pub async fn create_build(
+        &self,
+        build: &NewBuild,
+        log: Option<&NewAuditLog>,
+    ) -> Result<Option<(BuildRow, JobRow)>> {
         timed("create_build", async {
             let mut tx = self.pool.begin().await?;
             sqlx::query!(
@@ -193,6 +199,7 @@ impl Store {
             let state = state.filter(|_| !build.orphan);
             let job = insert_build(&mut tx, build, number, state, Utc::now()).await?;
             let row = build_by(&mut tx, build.id).await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(Some((row, job)))
         })

@@ -3,6 +3,7 @@
 mod agents;
 mod app_origins;
 mod apps;
+mod audit;
 mod auth;
 mod builds;
 mod domain;

@@ -547,3 +547,69 @@ async fn only_allowed_groups_may_sign_in() -> anyhow::Result<()> {
     session_of(&sso.sign_in().await?)?;
     Ok(())
 }
+
+#[tokio::test]
+async fn sign_ins_and_their_refusals_are_audited() -> anyhow::Result<()> {
+    let key = KeyRing::generate_key();
+    let ring = KeyRing::from_base64(std::slice::from_ref(&key))?;
+    let sso = start(|s, o| {
+        s.scopes.push("offline_access".into());
+        s.auth_url_params = vec![("prompt".into(), "consent".into())];
+        o.external_token_keys = Some(std::sync::Arc::new(
+            KeyRing::from_base64(&[key]).expect("key"),
+        ));
+    })
+    .await?;
+    sso.account("alice-sub", alice()).await?;
+    session_of(&sso.sign_in().await?)?;
+    session_of(&sso.sign_in().await?)?;
+    let alice = sso.owner.user("alice").await?;
+    sso.owner
+        .update_user_status("alice", codersdk::users::UserStatus::Suspended)
+        .await?;
+    let (status, _) = refusal(sso.sign_in().await?).await?;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let page = sso.owner.audit_logs("username:alice", 100, 0).await?;
+    let got: Vec<(&str, &str, i32, bool)> = page
+        .audit_logs
+        .iter()
+        .rev()
+        .map(|e| {
+            (
+                e.action.as_str(),
+                e.resource_type.as_str(),
+                e.status_code,
+                e.diff.values().any(|d| d.secret),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("register", "user", 201, true),
+            ("login", "api_key", 201, true),
+            ("login", "api_key", 201, true),
+            ("login", "api_key", 401, false),
+        ]
+    );
+    assert!(page.audit_logs.iter().all(|e| e.resource_id == alice.id));
+    // The provider's tokens, sealed or not, never reach the log.
+    let stored = sqlx::query_scalar::<_, String>("SELECT row_to_json(a)::text FROM audit_logs a")
+        .fetch_all(sso.app.pool())
+        .await?
+        .join("\n");
+    let (access, refresh): (String, String) =
+        sqlx::query_as("SELECT oauth_access_token, oauth_refresh_token FROM user_links")
+            .fetch_one(sso.app.pool())
+            .await?;
+    for (sealed, purpose) in [
+        (&access, "user_link_oauth_access_token"),
+        (&refresh, "user_link_oauth_refresh_token"),
+    ] {
+        let plain = String::from_utf8(ring.open(purpose, sealed)?)?;
+        assert!(!plain.is_empty());
+        assert!(!stored.contains(sealed.as_str()) && !stored.contains(&plain));
+    }
+    Ok(())
+}

@@ -387,6 +387,19 @@ fn rows() -> Vec<Row> {
             Some(json!({"name": "{victim}"})),
             [201, 403, 403, 403, 403, 201],
         ),
+        // Site-wide readers only (organization auditors and admins are not served yet).
+        row(
+            M::GET,
+            "/api/v2/audit",
+            None,
+            [200, 403, 403, 200, 403, 403],
+        ),
+        row(
+            M::GET,
+            "/api/v2/audit?q=action:login",
+            None,
+            [200, 403, 403, 200, 403, 403],
+        ),
     ]
 }
 

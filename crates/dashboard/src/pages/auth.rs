@@ -238,7 +238,7 @@ pub async fn logout(
     Form(form): Form<CsrfForm>,
 ) -> PageResult<Response> {
     viewer.check_form(&headers, &form.csrf)?;
-    accounts::logout(&state, &viewer.session.key.id).await?;
+    accounts::logout(&state, &viewer.session.user, &viewer.session.key.id).await?;
     let mut response = Redirect::to("/login").into_response();
     if let Ok(v) = HeaderValue::from_str(&session::session_cookie(&state, "", 0)) {
         response.headers_mut().append(header::SET_COOKIE, v);
