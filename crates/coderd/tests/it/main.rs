@@ -6,6 +6,7 @@ mod auth;
 mod builds;
 mod domain;
 mod files;
+mod github;
 mod lifecycle;
 mod lifecycle_ha;
 mod limits;
