@@ -107,6 +107,7 @@ use crate::http::{
         crate::apps::port_share::remove,
         crate::sso::routes::auth_methods,
         crate::sso::routes::oidc_callback,
+        crate::sso::routes::github_start,
         crate::sso::routes::github_callback,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),

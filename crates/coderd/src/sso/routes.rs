@@ -2,7 +2,7 @@
 //! sign-in: the browser goes to the provider with a sealed state cookie; with one it finishes:
 //! state checked, code exchanged, identity verified, session cookie set, back to where the
 //! person was going) — `GET /api/v2/users/oidc/callback` and
-//! `GET /api/v2/users/oauth2/github/callback` (also reachable as `/users/oauth2/github`) — and
+//! `GET /api/v2/users/oauth2/github/callback` (started from `/users/oauth2/github` too) — and
 //! `GET /api/v2/users/authmethods`.
 
 use axum::Router;
@@ -28,7 +28,7 @@ const STATE_COOKIE: &str = "oauth_state";
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/users/oidc/callback", get(oidc_callback))
-        .route("/users/oauth2/github", get(github_callback))
+        .route("/users/oauth2/github", get(github_start))
         .route("/users/oauth2/github/callback", get(github_callback))
         .route("/users/authmethods", get(auth_methods))
 }
@@ -175,6 +175,27 @@ pub(crate) async fn oidc_callback(
     }
     .await;
     Ok(finished(&state, CALLBACK_PATH, result))
+}
+
+/// Starts a GitHub sign-in (the callback without a code does the same; this is the address a
+/// login button links to).
+#[utoipa::path(get, path = "/api/v2/users/oauth2/github", tag = "Users",
+    params(("redirect" = Option<String>, Query, description = "Path to return to after signing in.")),
+    responses((status = 307, description = "To GitHub, with the sign-in's state cookie."),
+        (status = 400, body = codersdk::Response), (status = 404, body = codersdk::Response)))]
+pub(crate) async fn github_start(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let Some(client) = state.sso.github() else {
+        return Err(ApiError::not_found().with_detail("GitHub login is not configured."));
+    };
+    let params: CallbackParams = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
+        .map_err(|e| {
+            ApiError::bad_request("Invalid query parameters.").with_detail(e.to_string())
+        })?;
+    let (url, pending) = client.begin(&safe_redirect(params.redirect.as_deref()));
+    Ok(started(&state, &url, &pending, GITHUB_CALLBACK_PATH))
 }
 
 #[utoipa::path(get, path = "/api/v2/users/oauth2/github/callback", tag = "Users",
