@@ -277,7 +277,11 @@ async fn access_token(
 }
 
 /// The account behind the request's token, or GitHub's 401.
-fn account(inner: &Shared, headers: &HeaderMap, call: String) -> Result<GithubAccount, Response> {
+fn account(
+    inner: &Shared,
+    headers: &HeaderMap,
+    call: String,
+) -> Result<GithubAccount, Box<Response>> {
     let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
     inner.calls.push(call);
     let token = headers
@@ -292,12 +296,14 @@ fn account(inner: &Shared, headers: &HeaderMap, call: String) -> Result<GithubAc
         .and_then(|login| inner.accounts.get(login))
         .cloned()
         .ok_or_else(|| {
-            (
-                StatusCode::UNAUTHORIZED,
-                Json(json!({"message": "Bad credentials",
-                            "documentation_url": "https://docs.github.com/rest"})),
+            Box::new(
+                (
+                    StatusCode::UNAUTHORIZED,
+                    Json(json!({"message": "Bad credentials",
+                                "documentation_url": "https://docs.github.com/rest"})),
+                )
+                    .into_response(),
             )
-                .into_response()
         })
 }
 
@@ -310,7 +316,7 @@ async fn user(State(inner): State<Shared>, headers: HeaderMap) -> Response {
             "email": Value::Null,
         }))
         .into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -326,7 +332,7 @@ async fn emails(State(inner): State<Shared>, headers: HeaderMap) -> Response {
                 .collect::<Vec<_>>(),
         )
         .into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -354,7 +360,7 @@ async fn memberships(
                 .collect::<Vec<_>>(),
         )
         .into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -366,7 +372,7 @@ async fn team_membership(
     let call = format!("GET /orgs/{org}/teams/{team}/memberships/{username}");
     let a = match account(&inner, &headers, call) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let member = a.login.eq_ignore_ascii_case(&username)
         && a.teams

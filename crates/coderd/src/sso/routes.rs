@@ -76,21 +76,23 @@ enum Step {
 }
 
 /// Reads a callback's query; a provider's refusal ends the attempt (its cookie cleared).
-fn step(state: &AppState, query: Option<&str>, path: &str) -> Result<Step, Response> {
+fn step(state: &AppState, query: Option<&str>, path: &str) -> Result<Step, Box<Response>> {
     let params: CallbackParams = serde_urlencoded::from_str(query.unwrap_or("")).map_err(|e| {
-        ApiError::bad_request("Invalid query parameters.")
-            .with_detail(e.to_string())
-            .into_response()
+        Box::new(
+            ApiError::bad_request("Invalid query parameters.")
+                .with_detail(e.to_string())
+                .into_response(),
+        )
     })?;
     if let Some(error) = params.error {
         // The person declined, or the provider refused us: the attempt is over either way.
         let err = ApiError::bad_request("The identity provider refused the sign-in.").with_detail(
             format!("{error}: {}", params.error_description.unwrap_or_default()),
         );
-        return Err(with_cookie(
+        return Err(Box::new(with_cookie(
             err.into_response(),
             state_cookie("", 0, path, state.options.secure_cookies),
-        ));
+        )));
     }
     Ok(match params.code {
         None => Step::Start {
@@ -160,7 +162,7 @@ pub(crate) async fn oidc_callback(
         return Err(ApiError::not_found().with_detail("OIDC login is not configured."));
     };
     let (code, returned_state) = match step(&state, query.as_deref(), CALLBACK_PATH) {
-        Err(response) => return Ok(response),
+        Err(response) => return Ok(*response),
         Ok(Step::Start { redirect }) => {
             let (url, pending) = client.begin(&redirect).await.map_err(Error::from)?;
             return Ok(started(&state, &url, &pending, CALLBACK_PATH));
@@ -214,7 +216,7 @@ pub(crate) async fn github_callback(
         return Err(ApiError::not_found().with_detail("GitHub login is not configured."));
     };
     let (code, returned_state) = match step(&state, query.as_deref(), GITHUB_CALLBACK_PATH) {
-        Err(response) => return Ok(response),
+        Err(response) => return Ok(*response),
         Ok(Step::Start { redirect }) => {
             let (url, pending) = client.begin(&redirect);
             return Ok(started(&state, &url, &pending, GITHUB_CALLBACK_PATH));
