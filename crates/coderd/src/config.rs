@@ -7,7 +7,7 @@ use std::time::Duration;
 use oauth_client::KeyRing;
 use url::Url;
 
-use crate::sso::OidcSettings;
+use crate::sso::{GithubSettings, OidcSettings};
 
 /// Flags of `coder server`.
 #[derive(Clone, clap::Args)]
@@ -187,8 +187,72 @@ pub struct ServerConfig {
     pub oidc_allowed_groups: Vec<String>,
 
     /// Disables the login abuse limits. Not for production.
+    /// Client ID of the GitHub OAuth app people sign in with; enables GitHub login (register
+    /// `<access URL>/api/v2/users/oauth2/github/callback` as its callback URL).
+    #[arg(
+        long = "oauth2-github-client-id",
+        env = "CODER_OAUTH2_GITHUB_CLIENT_ID"
+    )]
+    pub github_client_id: Option<String>,
+
+    /// Client secret of the GitHub OAuth app.
+    #[arg(
+        long = "oauth2-github-client-secret",
+        env = "CODER_OAUTH2_GITHUB_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub github_client_secret: Option<String>,
+
+    /// Members of these GitHub organizations may sign in (comma-separated).
+    #[arg(
+        long = "oauth2-github-allowed-orgs",
+        env = "CODER_OAUTH2_GITHUB_ALLOWED_ORGS",
+        value_delimiter = ','
+    )]
+    pub github_allowed_orgs: Vec<String>,
+
+    /// Only members of these teams may sign in, as `<org>/<team slug>` (comma-separated).
+    #[arg(
+        long = "oauth2-github-allowed-teams",
+        env = "CODER_OAUTH2_GITHUB_ALLOWED_TEAMS",
+        value_delimiter = ','
+    )]
+    pub github_allowed_teams: Vec<String>,
+
+    /// Create users on their first GitHub sign-in.
+    #[arg(
+        long = "oauth2-github-allow-signups",
+        env = "CODER_OAUTH2_GITHUB_ALLOW_SIGNUPS"
+    )]
+    pub github_allow_signups: bool,
+
+    /// Anyone with a GitHub account may sign in (instead of allowed organizations).
+    #[arg(
+        long = "oauth2-github-allow-everyone",
+        env = "CODER_OAUTH2_GITHUB_ALLOW_EVERYONE"
+    )]
+    pub github_allow_everyone: bool,
+
+    /// Base URL of a GitHub Enterprise Server to sign in with instead of github.com.
+    #[arg(
+        long = "oauth2-github-enterprise-base-url",
+        env = "CODER_OAUTH2_GITHUB_ENTERPRISE_BASE_URL"
+    )]
+    pub github_enterprise_base_url: Option<Url>,
+
+    /// Disables all rate limits (the API's and the login abuse limits). Not for production.
     #[arg(long, env = "CODER_DANGEROUS_DISABLE_RATE_LIMITS")]
     pub dangerous_disable_rate_limits: bool,
+
+    /// Requests a minute allowed to the API per user, or per client address without a
+    /// session; negative (or 0) for no limit. Password login keeps its own stricter limits.
+    #[arg(
+        long,
+        env = "CODER_API_RATE_LIMIT",
+        default_value_t = 512,
+        allow_negative_numbers = true
+    )]
+    pub api_rate_limit: i64,
 
     /// Only owners may sign in with a password; everyone else uses the identity provider.
     #[arg(long, env = "CODER_DISABLE_PASSWORD_AUTH")]
@@ -257,6 +321,10 @@ impl std::fmt::Debug for ServerConfig {
             )
             .field("oidc_client_id", &self.oidc_client_id)
             .field("oidc_client_secret", &redact(&self.oidc_client_secret))
+            .field("github_client_id", &self.github_client_id)
+            .field("github_client_secret", &redact(&self.github_client_secret))
+            .field("github_allowed_orgs", &self.github_allowed_orgs)
+            .field("github_allowed_teams", &self.github_allowed_teams)
             .field("disable_password_auth", &self.disable_password_auth)
             .field(
                 "external_token_encryption_keys",
@@ -338,6 +406,23 @@ impl ServerConfig {
                 .map_err(|e| format!("CODER_OIDC_GROUP_REGEX_FILTER is not a regex: {e}"))?,
             allowed_groups: non_empty(&self.oidc_allowed_groups),
         };
+        Ok(Some(settings))
+    }
+
+    /// The GitHub login's settings, when a client ID is configured.
+    pub fn github_settings(&self) -> Result<Option<GithubSettings>, String> {
+        let Some(client_id) = self.github_client_id.clone().filter(|c| !c.is_empty()) else {
+            return Ok(None);
+        };
+        let mut settings = GithubSettings::new(
+            client_id,
+            self.github_client_secret.clone().unwrap_or_default(),
+            non_empty(&self.github_allowed_orgs),
+            &non_empty(&self.github_allowed_teams),
+            self.github_allow_everyone,
+        )?;
+        settings.allow_signups = self.github_allow_signups;
+        settings.enterprise_base_url = self.github_enterprise_base_url.clone();
         Ok(Some(settings))
     }
 

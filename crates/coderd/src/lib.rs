@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod agents;
+pub mod api_limit;
 pub mod apps;
 pub mod audit;
 pub mod auth;

@@ -203,6 +203,7 @@ pub async fn run_with(
         deployment.provisioner_psk = config.provisioner_daemon_psk.clone();
         deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
         deployment.oidc = config.oidc_settings().map_err(Error::Config)?;
+        deployment.github = config.github_settings().map_err(Error::Config)?;
         deployment.disable_password_auth = config.disable_password_auth;
         deployment.apps = config
             .app_settings(&deployment.access_url)
@@ -214,9 +215,11 @@ pub async fn run_with(
                 "path-based apps may be opened by others than their owner (dangerous flags set)"
             );
         }
+        deployment.api_rate_limit = u32::try_from(config.api_rate_limit).ok();
         if config.dangerous_disable_rate_limits {
-            tracing::warn!("login rate limits are disabled (CODER_DANGEROUS_DISABLE_RATE_LIMITS)");
+            tracing::warn!("rate limits are disabled (CODER_DANGEROUS_DISABLE_RATE_LIMITS)");
             deployment.login_limits = crate::limits::LoginLimitSettings::disabled();
+            deployment.api_rate_limit = None;
         }
         deployment.external_token_keys = config.token_keys().map_err(Error::Config)?.map(Arc::new);
         // Validated when the flag was parsed; the default stays otherwise.

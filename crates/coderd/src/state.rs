@@ -39,6 +39,8 @@ pub struct Options {
     pub disable_owner_workspace_access: bool,
     /// Sign-in through an OpenID provider, when configured.
     pub oidc: Option<crate::sso::OidcSettings>,
+    /// Sign-in with GitHub, when configured.
+    pub github: Option<crate::sso::GithubSettings>,
     /// Only owners may sign in with a password (everyone else through the identity provider).
     pub disable_password_auth: bool,
     /// Keys sealing provider tokens at rest (`CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS`); without
@@ -46,6 +48,8 @@ pub struct Options {
     pub external_token_keys: Option<Arc<oauth_client::KeyRing>>,
     /// Password login attempts allowed per client address and per account.
     pub login_limits: crate::limits::LoginLimitSettings,
+    /// API requests allowed a minute per user or client address (`None`: no limit).
+    pub api_rate_limit: Option<u32>,
     /// "Now" for schedules: deadlines, next autostarts, the lifecycle executor.
     pub clock: crate::clock::Clock,
     /// When workspaces may be restarted for their template's autostop requirement (Coder's
@@ -70,9 +74,11 @@ impl Options {
             max_file_bytes: 10 << 20,
             disable_owner_workspace_access: false,
             oidc: None,
+            github: None,
             disable_password_auth: false,
             external_token_keys: None,
             login_limits: Default::default(),
+            api_rate_limit: None,
             clock: crate::clock::Clock::system(),
             quiet_hours: default_quiet_hours(),
             apps: crate::apps::Settings::default(),
@@ -114,6 +120,8 @@ pub struct StateInner {
     pub sso: crate::sso::Sso,
     /// Password login attempts counted per address and account.
     pub login_limits: Arc<crate::limits::LoginLimits>,
+    /// The general API rate limit, when on.
+    pub api_limit: Option<Arc<crate::api_limit::ApiLimit>>,
     /// Cancelled when the server shuts down; long-lived connections end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }
@@ -144,6 +152,10 @@ impl AppState {
         options.apps.keys = Arc::new(crate::apps::deployment_keys(&store).await?);
         let login_limits = Arc::new(crate::limits::LoginLimits::new(options.login_limits));
         login_limits.clone().prune_until(shutdown.child_token());
+        let api_limit = crate::api_limit::ApiLimit::new(options.api_rate_limit);
+        if let Some(limit) = &api_limit {
+            limit.clone().prune_until(shutdown.child_token());
+        }
         let pubsub = Pubsub::start(pool, shutdown.child_token());
         let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
         let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
@@ -187,6 +199,7 @@ impl AppState {
             files: Default::default(),
             sso,
             login_limits,
+            api_limit,
             shutdown,
         }))
     }

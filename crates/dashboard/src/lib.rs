@@ -25,6 +25,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/logout", post(pages::auth::logout))
         .route(
+            "/cli-auth",
+            get(pages::cli_auth::page).post(pages::cli_auth::create),
+        )
+        .route(
             "/setup",
             get(pages::auth::setup_page).post(pages::auth::setup),
         )

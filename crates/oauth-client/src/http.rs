@@ -54,6 +54,44 @@ impl HttpClient {
             .map_err(|e| HttpError(e.to_string()))
     }
 
+    /// GETs a JSON document from a provider's API with an access token. `Ok(None)` for a 404
+    /// (GitHub's answer for "not a member" as much as "no such thing").
+    pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: url::Url,
+        access_token: &str,
+        accept: &str,
+    ) -> Result<Option<T>, crate::Error> {
+        let what = url.path().to_string();
+        let response = self
+            .inner
+            .get(url)
+            .bearer_auth(access_token)
+            .header(reqwest::header::ACCEPT, accept)
+            .send()
+            .await
+            .map_err(|e| crate::Error::Unavailable(format!("{what}: {}", without_url(e))))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+            return Err(crate::Error::Refused(format!(
+                "{what} answered {status} (the access token was refused or lacks a scope)"
+            )));
+        }
+        if !status.is_success() {
+            return Err(crate::Error::Unavailable(format!(
+                "{what} answered {status}"
+            )));
+        }
+        response
+            .json()
+            .await
+            .map(Some)
+            .map_err(|e| crate::Error::Unavailable(format!("{what}: {}", without_url(e))))
+    }
+
     /// The closure form the `openidconnect` crate takes as its async client.
     pub(crate) fn adapter(
         &self,

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cipher;
+pub mod github;
 mod http;
 pub mod oauth2;
 pub mod oidc;

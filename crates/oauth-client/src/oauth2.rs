@@ -4,7 +4,7 @@
 
 use oauth2::basic::BasicClient;
 use oauth2::{
-    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
     PkceCodeVerifier, RedirectUrl, RefreshToken, Scope, TokenUrl,
 };
 use url::Url;
@@ -20,6 +20,9 @@ pub struct OAuth2Config {
     pub redirect_url: Url,
     pub scopes: Vec<String>,
     pub auth_url_params: Vec<(String, String)>,
+    /// Send the client credentials in the token request's body rather than as HTTP Basic
+    /// authentication (what GitHub documents).
+    pub credentials_in_body: bool,
 }
 
 impl std::fmt::Debug for OAuth2Config {
@@ -69,6 +72,11 @@ impl OAuth2Client {
             .set_auth_uri(AuthUrl::from_url(self.config.auth_url.clone()))
             .set_token_uri(TokenUrl::from_url(self.config.token_url.clone()))
             .set_redirect_uri(RedirectUrl::from_url(self.config.redirect_url.clone()))
+            .set_auth_type(if self.config.credentials_in_body {
+                AuthType::RequestBody
+            } else {
+                AuthType::BasicAuth
+            })
     }
 
     /// Where to send the browser, and what to remember until it comes back.

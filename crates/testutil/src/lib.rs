@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod github;
 pub mod idp;
 mod pg;
 pub mod provisioning;

@@ -1,5 +1,7 @@
 //! `coder login` and `coder logout`.
 
+use std::io::IsTerminal;
+
 use anyhow::Context;
 use codersdk::Client;
 use codersdk::users::{CreateFirstUserRequest, LoginWithPasswordRequest};
@@ -34,6 +36,10 @@ pub struct LoginArgs {
     /// Password to log in with (prompted for when missing).
     #[arg(long, env = "CODER_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
+
+    /// Print the browser sign-in URL without trying to open a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,6 +74,8 @@ pub async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Result<()> {
         create_first_user(&client, &args).await?
     } else if let Some(token) = &global.token {
         token.clone()
+    } else if args.email.is_none() && args.password.is_none() && wants_browser(&client).await? {
+        browser_login(&client, &url, args.no_open).await?
     } else {
         let email = match args.email {
             Some(email) => email,
@@ -91,6 +99,56 @@ pub async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Result<()> {
     config.save_login(&url, &token)?;
     eprintln!("Welcome to Coder, {}! You're authenticated.", me.username);
     Ok(())
+}
+
+/// Whether to sign in through the browser: the deployment signs people in through an identity
+/// provider (OIDC or GitHub) or no longer with passwords. Naming an email or password chooses
+/// the password instead.
+async fn wants_browser(client: &Client) -> anyhow::Result<bool> {
+    let methods = client
+        .auth_methods()
+        .await
+        .context("asking the deployment how to sign in")?;
+    Ok(!methods.password.enabled || methods.oidc.enabled || methods.github.enabled)
+}
+
+/// Coder's `/cli-auth` flow: the person signs in in the browser, where the page shows a session
+/// token to paste here (from standard input when it is not a terminal).
+async fn browser_login(client: &Client, url: &Url, no_open: bool) -> anyhow::Result<String> {
+    let mut auth_url = url.clone();
+    auth_url.set_path(&format!("{}/cli-auth", url.path().trim_end_matches('/')));
+    let opened = !no_open && std::io::stdin().is_terminal() && open_browser(auth_url.as_str());
+    if opened {
+        eprintln!("Your browser has been opened to visit:\n\n\t{auth_url}\n");
+    } else {
+        eprintln!("Open the following in your browser:\n\n\t{auth_url}\n");
+    }
+    let token = prompt::password("Paste your token here", false)?;
+    let token = token.trim().to_string();
+    anyhow::ensure!(!token.is_empty(), "no session token was pasted");
+    client
+        .clone()
+        .with_token(token.clone())
+        .user("me")
+        .await
+        .map_err(|_| anyhow::anyhow!("That's not a valid token!"))?;
+    Ok(token)
+}
+
+/// Starts the desktop's URL opener; false when there is none.
+fn open_browser(url: &str) -> bool {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
 }
 
 async fn create_first_user(client: &Client, args: &LoginArgs) -> anyhow::Result<String> {

@@ -3,6 +3,7 @@
 mod agent;
 mod apps;
 mod cli;
+mod cli_auth;
 mod container;
 mod fuzz;
 mod groups;

@@ -8,6 +8,7 @@ pub mod extract;
 pub(crate) mod files;
 mod input;
 mod jobs;
+mod limit;
 pub(crate) mod meta;
 pub(crate) mod organizations;
 pub(crate) mod provisioners;
@@ -70,7 +71,11 @@ pub fn router(
         .merge(crate::audit::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
-        .fallback(meta::api_not_found);
+        .fallback(meta::api_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limit::api_rate_limit,
+        ));
 
     let app = Router::new()
         .nest("/api/v2", api)

@@ -265,14 +265,14 @@ pub(super) async fn create_user(
     let login_type = req.login_type.unwrap_or(LoginType::Password);
     let needs_password = login_type == LoginType::Password;
     validate::requests::create_user(&req, needs_password)?;
-    // An OIDC user made in advance (signups closed) is linked on its first sign-in.
+    // An OIDC or GitHub user made in advance (signups closed) is linked on its first sign-in.
     if !matches!(
         login_type,
-        LoginType::Password | LoginType::None | LoginType::Oidc
+        LoginType::Password | LoginType::None | LoginType::Oidc | LoginType::Github
     ) {
         return Err(
             ApiError::bad_request("Unsupported login type.").with_detail(
-                "users can be created with login_type \"password\", \"oidc\" or \"none\"",
+                "users can be created with login_type \"password\", \"oidc\", \"github\" or \"none\"",
             ),
         );
     }
@@ -530,7 +530,10 @@ pub(super) async fn update_password(
         auth.authorize(Action::UpdatePersonal, &object)?;
     }
     Validator::default()
-        .push("password", validate::password(&req.password))
+        .push(
+            "password",
+            validate::password_for(&req.password, &row.username, &row.email),
+        )
         .finish()?;
     // Admins reset others' passwords; everyone proves the old one for their own.
     if !admin || row.id == auth.user.id {

@@ -117,6 +117,8 @@ use crate::http::{
         crate::groups::routes::update_template_acl,
         crate::groups::routes::acl_available,
         crate::audit::routes::audit_logs,
+        crate::sso::routes::github_start,
+        crate::sso::routes::github_callback,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

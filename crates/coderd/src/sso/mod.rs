@@ -1,10 +1,13 @@
 //! Single sign-on: people signing in through the deployment's identity provider instead of a
-//! password. This module owns the OpenID Connect login — its settings (Coder's
-//! `CODER_OIDC_*`), the long-lived provider client (`oauth-client`, which does the protocol:
-//! discovery, PKCE, `state`/`nonce`, ID-token verification), the decisions about who may sign
-//! in and as which user (`login`), and its front door (`routes`: the callback and
+//! password. Two sibling providers — OpenID Connect (`settings`, `login`: Coder's
+//! `CODER_OIDC_*`) and GitHub (`github`: `CODER_OAUTH2_GITHUB_*`) — each with a long-lived
+//! client from `oauth-client` (which does the protocol: discovery, PKCE, `state`/`nonce`,
+//! ID-token verification, GitHub's API) and its own decision about who may sign in; `account`
+//! then decides, for both, as which user; `routes` is the front door (the callbacks and
 //! `/users/authmethods`). It uses the core (store, domain keys) and never the `http` module.
 
+mod account;
+mod github;
 mod login;
 pub(crate) mod routes;
 mod settings;
@@ -12,13 +15,16 @@ mod settings;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
+use oauth_client::github::GithubClient;
 use oauth_client::oidc::OidcClient;
 use oauth_client::{HttpClient, KeyRing};
 
 use crate::error::ApiError;
 use crate::store::{self, Store};
 
-pub use login::{OidcLogin, oidc_login, username_from};
+pub use account::{Login, username_from};
+pub use github::{AllowedTeam, GITHUB_CALLBACK_PATH, GithubSettings, github_login};
+pub use login::oidc_login;
 pub use routes::{CALLBACK_PATH, methods as auth_methods, routes};
 pub use settings::OidcSettings;
 
@@ -29,6 +35,7 @@ const STATE_KEY: &str = "oauth_state_key";
 /// The running sign-in providers of a deployment.
 pub struct Sso {
     oidc: Option<Arc<OidcClient>>,
+    github: Option<Arc<GithubClient>>,
     state_keys: KeyRing,
 }
 
@@ -36,6 +43,7 @@ impl std::fmt::Debug for Sso {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sso")
             .field("oidc", &self.oidc.is_some())
+            .field("github", &self.github.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -72,11 +80,33 @@ impl Sso {
                 None
             }
         };
-        Ok(Self { oidc, state_keys })
+        let github = match (&options.github, HttpClient::new()) {
+            (None, _) => None,
+            (Some(settings), Ok(http)) => match settings.client(&options.access_url, http) {
+                Ok(client) => Some(Arc::new(client)),
+                Err(e) => {
+                    tracing::error!(error = %e, "GitHub login is disabled");
+                    None
+                }
+            },
+            (Some(_), Err(e)) => {
+                tracing::error!(error = %e, "GitHub login is disabled");
+                None
+            }
+        };
+        Ok(Self {
+            oidc,
+            github,
+            state_keys,
+        })
     }
 
     pub fn oidc(&self) -> Option<&Arc<OidcClient>> {
         self.oidc.as_ref()
+    }
+
+    pub fn github(&self) -> Option<&Arc<GithubClient>> {
+        self.github.as_ref()
     }
 }
 

@@ -1,7 +1,9 @@
-//! The sign-in front door: `GET /api/v2/users/oidc/callback` (without a code it starts a
+//! The sign-in front door, the same for each provider: its callback (without a code it starts a
 //! sign-in: the browser goes to the provider with a sealed state cookie; with one it finishes:
-//! state checked, code exchanged, ID token verified, session cookie set, back to where the
-//! person was going) and `GET /api/v2/users/authmethods`.
+//! state checked, code exchanged, identity verified, session cookie set, back to where the
+//! person was going) — `GET /api/v2/users/oidc/callback` and
+//! `GET /api/v2/users/oauth2/github/callback` (started from `/users/oauth2/github` too) — and
+//! `GET /api/v2/users/authmethods`.
 
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -9,10 +11,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use codersdk::client::SESSION_TOKEN_COOKIE;
-use codersdk::users::{AuthMethod, AuthMethods, OidcAuthMethod};
+use codersdk::users::{AuthMethod, AuthMethods, GithubAuthMethod, OidcAuthMethod};
 use oauth_client::PendingAuth;
+use url::Url;
 
-use super::{Error, oidc_login};
+use super::{Error, GITHUB_CALLBACK_PATH, Login, github_login, oidc_login};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -21,11 +24,12 @@ pub const CALLBACK_PATH: &str = "/api/v2/users/oidc/callback";
 
 /// The sealed sign-in in flight; only the callback ever receives it.
 const STATE_COOKIE: &str = "oauth_state";
-const PROVIDER: &str = "oidc";
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/users/oidc/callback", get(oidc_callback))
+        .route("/users/oauth2/github", get(github_start))
+        .route("/users/oauth2/github/callback", get(github_callback))
         .route("/users/authmethods", get(auth_methods))
 }
 
@@ -47,6 +51,10 @@ pub fn methods(state: &AppState) -> AuthMethods {
             sign_in_text: oidc.map(|o| o.sign_in_text.clone()).unwrap_or_default(),
             icon_url: oidc.map(|o| o.icon_url.clone()).unwrap_or_default(),
         },
+        github: GithubAuthMethod {
+            enabled: state.options.github.is_some() && state.sso.github().is_some(),
+            default_provider_configured: false,
+        },
         ..AuthMethods::default()
     }
 }
@@ -61,6 +69,84 @@ struct CallbackParams {
     redirect: Option<String>,
 }
 
+/// What a callback request asks for.
+enum Step {
+    Start { redirect: String },
+    Finish { code: String, state: String },
+}
+
+/// Reads a callback's query; a provider's refusal ends the attempt (its cookie cleared).
+fn step(state: &AppState, query: Option<&str>, path: &str) -> Result<Step, Box<Response>> {
+    let params: CallbackParams = serde_urlencoded::from_str(query.unwrap_or("")).map_err(|e| {
+        Box::new(
+            ApiError::bad_request("Invalid query parameters.")
+                .with_detail(e.to_string())
+                .into_response(),
+        )
+    })?;
+    if let Some(error) = params.error {
+        // The person declined, or the provider refused us: the attempt is over either way.
+        let err = ApiError::bad_request("The identity provider refused the sign-in.").with_detail(
+            format!("{error}: {}", params.error_description.unwrap_or_default()),
+        );
+        return Err(Box::new(with_cookie(
+            err.into_response(),
+            state_cookie("", 0, path, state.options.secure_cookies),
+        )));
+    }
+    Ok(match params.code {
+        None => Step::Start {
+            redirect: safe_redirect(params.redirect.as_deref()),
+        },
+        Some(code) => Step::Finish {
+            code,
+            state: params.state.unwrap_or_default(),
+        },
+    })
+}
+
+/// Sends the browser to the provider with the sealed attempt as a cookie for `path`.
+fn started(state: &AppState, url: &Url, pending: &PendingAuth, path: &str) -> Response {
+    let cookie = state_cookie(
+        &pending.seal(&state.sso.state_keys),
+        oauth_client::pending::LIFETIME_MINUTES * 60,
+        path,
+        state.options.secure_cookies,
+    );
+    with_cookie(redirect_to(url.as_str()), cookie)
+}
+
+fn open_pending(
+    state: &AppState,
+    headers: &HeaderMap,
+    provider: &str,
+    returned_state: &str,
+) -> Result<PendingAuth, Error> {
+    Ok(PendingAuth::open(
+        &state.sso.state_keys,
+        crate::cookies::value(headers, STATE_COOKIE),
+        provider,
+        returned_state,
+    )?)
+}
+
+/// The end of a sign-in: a session cookie and back where the person was going, or the refusal;
+/// the state cookie is cleared either way.
+fn finished(state: &AppState, path: &str, result: Result<(String, Login), Error>) -> Response {
+    let secure = state.options.secure_cookies;
+    let clear = state_cookie("", 0, path, secure);
+    let (redirect, login) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            tracing::info!(error = %e, path, "sign-in refused");
+            return with_cookie(ApiError::from(e).into_response(), clear);
+        }
+    };
+    let max_age = state.options.session_duration.as_secs();
+    let session = cookie(SESSION_TOKEN_COOKIE, &login.token, "/", max_age, secure);
+    with_cookie(with_cookie(redirect_to(&redirect), clear), session)
+}
+
 #[utoipa::path(get, path = "/api/v2/users/oidc/callback", tag = "Users",
     params(("code" = Option<String>, Query), ("state" = Option<String>, Query),
         ("redirect" = Option<String>, Query, description = "Path to return to after signing in.")),
@@ -72,58 +158,79 @@ pub(crate) async fn oidc_callback(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
+    let (Some(client), Some(settings)) = (state.sso.oidc(), state.options.oidc.as_ref()) else {
+        return Err(ApiError::not_found().with_detail("OIDC login is not configured."));
+    };
+    let (code, returned_state) = match step(&state, query.as_deref(), CALLBACK_PATH) {
+        Err(response) => return Ok(*response),
+        Ok(Step::Start { redirect }) => {
+            let (url, pending) = client.begin(&redirect).await.map_err(Error::from)?;
+            return Ok(started(&state, &url, &pending, CALLBACK_PATH));
+        }
+        Ok(Step::Finish { code, state }) => (code, state),
+    };
+    let result = async {
+        let pending = open_pending(&state, &headers, "oidc", &returned_state)?;
+        let identity = client.finish(&pending, &code).await?;
+        let login = oidc_login(&state, settings, identity).await?;
+        Ok((pending.redirect, login))
+    }
+    .await;
+    Ok(finished(&state, CALLBACK_PATH, result))
+}
+
+/// Starts a GitHub sign-in (the callback without a code does the same; this is the address a
+/// login button links to).
+#[utoipa::path(get, path = "/api/v2/users/oauth2/github", tag = "Users",
+    params(("redirect" = Option<String>, Query, description = "Path to return to after signing in.")),
+    responses((status = 307, description = "To GitHub, with the sign-in's state cookie."),
+        (status = 400, body = codersdk::Response), (status = 404, body = codersdk::Response)))]
+pub(crate) async fn github_start(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let Some(client) = state.sso.github() else {
+        return Err(ApiError::not_found().with_detail("GitHub login is not configured."));
+    };
     let params: CallbackParams = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
         .map_err(|e| {
             ApiError::bad_request("Invalid query parameters.").with_detail(e.to_string())
         })?;
-    let (Some(client), Some(settings)) = (state.sso.oidc(), state.options.oidc.as_ref()) else {
-        return Err(ApiError::not_found().with_detail("OIDC login is not configured."));
+    let (url, pending) = client.begin(&safe_redirect(params.redirect.as_deref()));
+    Ok(started(&state, &url, &pending, GITHUB_CALLBACK_PATH))
+}
+
+#[utoipa::path(get, path = "/api/v2/users/oauth2/github/callback", tag = "Users",
+    params(("code" = Option<String>, Query), ("state" = Option<String>, Query),
+        ("redirect" = Option<String>, Query, description = "Path to return to after signing in.")),
+    responses((status = 307, description = "To GitHub, or back into the deployment with a session cookie."),
+        (status = 400, body = codersdk::Response), (status = 401, body = codersdk::Response),
+        (status = 403, body = codersdk::Response), (status = 404, body = codersdk::Response),
+        (status = 428, body = codersdk::Response, description = "The GitHub account has no verified primary email.")))]
+pub(crate) async fn github_callback(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let (Some(client), Some(settings)) = (state.sso.github(), state.options.github.as_ref()) else {
+        return Err(ApiError::not_found().with_detail("GitHub login is not configured."));
     };
-    let secure = state.options.secure_cookies;
-    if let Some(error) = params.error {
-        // The person declined, or the provider refused us: the attempt is over either way.
-        let err = ApiError::bad_request("The identity provider refused the sign-in.").with_detail(
-            format!("{error}: {}", params.error_description.unwrap_or_default()),
-        );
-        return Ok(with_cookie(
-            err.into_response(),
-            state_cookie("", 0, secure),
-        ));
-    }
-    let Some(code) = params.code else {
-        let redirect = safe_redirect(params.redirect.as_deref());
-        let (url, pending) = client.begin(&redirect).await.map_err(Error::from)?;
-        let cookie = state_cookie(
-            &pending.seal(&state.sso.state_keys),
-            oauth_client::pending::LIFETIME_MINUTES * 60,
-            secure,
-        );
-        return Ok(with_cookie(redirect_to(url.as_str()), cookie));
+    let (code, returned_state) = match step(&state, query.as_deref(), GITHUB_CALLBACK_PATH) {
+        Err(response) => return Ok(*response),
+        Ok(Step::Start { redirect }) => {
+            let (url, pending) = client.begin(&redirect);
+            return Ok(started(&state, &url, &pending, GITHUB_CALLBACK_PATH));
+        }
+        Ok(Step::Finish { code, state }) => (code, state),
     };
-    let clear = state_cookie("", 0, secure);
-    let finished = async {
-        let pending = PendingAuth::open(
-            &state.sso.state_keys,
-            crate::cookies::value(&headers, STATE_COOKIE),
-            PROVIDER,
-            params.state.as_deref().unwrap_or_default(),
-        )?;
-        let identity = client.finish(&pending, &code).await?;
-        let login = oidc_login(&state, settings, identity).await?;
-        Ok::<_, Error>((pending.redirect, login))
+    let result = async {
+        let pending = open_pending(&state, &headers, "github", &returned_state)?;
+        let tokens = client.finish(&pending, &code).await?;
+        let login = github_login(&state, settings, client, tokens).await?;
+        Ok((pending.redirect, login))
     }
     .await;
-    let (redirect, login) = match finished {
-        Ok(done) => done,
-        Err(e) => {
-            tracing::info!(error = %e, "OIDC sign-in refused");
-            return Ok(with_cookie(ApiError::from(e).into_response(), clear));
-        }
-    };
-    let max_age = state.options.session_duration.as_secs();
-    let session = cookie(SESSION_TOKEN_COOKIE, &login.token, "/", max_age, secure);
-    let response = with_cookie(with_cookie(redirect_to(&redirect), clear), session);
-    Ok(response)
+    Ok(finished(&state, GITHUB_CALLBACK_PATH, result))
 }
 
 /// Only paths on this deployment: anything else (`//evil`, `https://…`) would make the
@@ -154,9 +261,9 @@ fn with_cookie(mut response: Response, cookie: HeaderValue) -> Response {
     response
 }
 
-fn state_cookie(value: &str, max_age: i64, secure: bool) -> HeaderValue {
+fn state_cookie(value: &str, max_age: i64, path: &str, secure: bool) -> HeaderValue {
     let max_age = u64::try_from(max_age).unwrap_or_default();
-    cookie(STATE_COOKIE, value, CALLBACK_PATH, max_age, secure)
+    cookie(STATE_COOKIE, value, path, max_age, secure)
 }
 
 /// `SameSite=Lax`: the provider's redirect back is a top-level navigation from another site,

@@ -161,6 +161,23 @@ pub fn email(s: &str) -> Result<(), String> {
     }
 }
 
+/// The password policy: [`password`]'s length rules, and not the account's own username or
+/// email (or its local part) — the first guesses of anyone attacking that account. Compared
+/// case-insensitively; identifiers shorter than four characters are not checked, or a
+/// username like "al" would forbid every password containing those letters.
+pub fn password_for(s: &str, username: &str, email: &str) -> Result<(), String> {
+    password(s)?;
+    let lowered = s.to_lowercase();
+    let local = email.split('@').next().unwrap_or_default();
+    for (what, ident) in [("username", username), ("email", email), ("email", local)] {
+        let ident = ident.trim().to_lowercase();
+        if ident.chars().count() >= 4 && lowered.contains(&ident) {
+            return Err(format!("must not contain your {what}"));
+        }
+    }
+    Ok(())
+}
+
 pub fn password(s: &str) -> Result<(), String> {
     let len = s.chars().count();
     if len < PASSWORD_MIN {
@@ -355,6 +372,19 @@ mod tests {
         assert!(password("short").is_err());
         assert!(password("        ").is_err());
         assert!(password(&"p".repeat(129)).is_err());
+        assert!(password_for("correct horse", "alice", "alice@corp.example").is_ok());
+        for bad in [
+            "xAlice2024!",
+            "alice@corp.example",
+            "ALICE@CORP.EXAMPLE1",
+            "bob-the-builder",
+        ] {
+            let err = password_for(bad, "alice", "bob-the-builder@corp.example").expect_err(bad);
+            assert!(err.contains("username") || err.contains("email"), "{err}");
+        }
+        // Short identifiers are not matched inside passwords.
+        assert!(password_for("alpine meadow", "al", "al@x.io").is_ok());
+        assert!(password_for("short", "alice", "a@x.io").is_err());
     }
 
     #[test]

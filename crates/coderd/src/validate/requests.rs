@@ -57,7 +57,10 @@ pub fn first_user(req: &CreateFirstUserRequest) -> ApiResult<()> {
         .push("email", email(&req.email))
         .push("username", name(&req.username))
         .push("name", real_name(&req.name))
-        .push("password", password(&req.password))
+        .push(
+            "password",
+            password_for(&req.password, &req.username, &req.email),
+        )
         .finish()
 }
 
@@ -69,7 +72,10 @@ pub fn create_user(req: &CreateUserRequest, needs_password: bool) -> ApiResult<(
         .push("username", name(&req.username))
         .push("name", real_name(&req.name));
     if needs_password {
-        v.push("password", password(&req.password));
+        v.push(
+            "password",
+            password_for(&req.password, &req.username, &req.email),
+        );
     }
     for role in &req.roles {
         v.check(

@@ -174,3 +174,87 @@ async fn each_account_has_its_own_budget_across_addresses() -> anyhow::Result<()
     );
     Ok(())
 }
+
+/// `GET /api/v2/users/me` (or `/buildinfo` without a token) with `headers`: status,
+/// `Retry-After`, body.
+async fn api_call(
+    app: &TestApp,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> anyhow::Result<(StatusCode, Option<u64>, Value)> {
+    let path = if token.is_some() {
+        "/api/v2/users/me"
+    } else {
+        "/api/v2/buildinfo"
+    };
+    let mut request = reqwest::Client::new().get(app.url.join(path)?);
+    if let Some(token) = token {
+        request = request.header("Coder-Session-Token", token);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    let retry = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    Ok((status, retry, response.json().await.unwrap_or(Value::Null)))
+}
+
+#[tokio::test]
+async fn the_api_limit_counts_per_user_or_address_and_owners_may_bypass() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.deployment.api_rate_limit = Some(20)).await?;
+    let (owner, _) = app.owner().await?;
+    let (member, _) = app.user(&owner, "member", &[]).await?;
+    let (owner_token, member_token) = (
+        owner.token().unwrap_or_default().to_string(),
+        member.token().unwrap_or_default().to_string(),
+    );
+
+    // The member spends their minute (the harness' calls spent none of theirs: they were
+    // the owner's, or the exempt login).
+    for i in 0..20 {
+        let (status, _, body) = api_call(&app, Some(&member_token), &[]).await?;
+        assert_eq!(status, StatusCode::OK, "call {i}: {body}");
+    }
+    let (status, retry_after, body) = api_call(&app, Some(&member_token), &[]).await?;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(
+        body["message"],
+        "You've been rate limited for sending more than 20 requests in 1m0s."
+    );
+    assert!(
+        retry_after.is_some_and(|s| (1..=3).contains(&s)),
+        "{retry_after:?}"
+    );
+
+    // Others are counted on their own: the owner, and requests without a session by address.
+    assert_eq!(
+        api_call(&app, Some(&owner_token), &[]).await?.0,
+        StatusCode::OK
+    );
+    assert_eq!(api_call(&app, None, &[]).await?.0, StatusCode::OK);
+
+    // Only owners may skip the limit.
+    let bypass = [("X-Coder-Bypass-Ratelimit", "true")];
+    let (status, _, body) = api_call(&app, Some(&member_token), &bypass).await?;
+    assert_eq!(status, StatusCode::PRECONDITION_REQUIRED, "{body}");
+    for _ in 0..30 {
+        assert_eq!(
+            api_call(&app, Some(&owner_token), &bypass).await?.0,
+            StatusCode::OK
+        );
+    }
+    // Login has its own limits and is not counted here: the member still logs in.
+    app.login("member@example.com", PASSWORD).await?;
+    // And the member's budget comes back as the minute passes (one every 3 s at 20/min).
+    tokio::time::sleep(Duration::from_secs(retry_after.unwrap_or(3))).await;
+    assert_eq!(
+        api_call(&app, Some(&member_token), &[]).await?.0,
+        StatusCode::OK
+    );
+    Ok(())
+}

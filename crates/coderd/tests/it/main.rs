@@ -8,6 +8,7 @@ mod auth;
 mod builds;
 mod domain;
 mod files;
+mod github;
 mod groups;
 mod lifecycle;
 mod lifecycle_ha;

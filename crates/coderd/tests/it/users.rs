@@ -257,3 +257,96 @@ async fn organizations_and_members() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The password policy, with Coder's error shape, on each way a password is set.
+#[tokio::test]
+async fn passwords_may_not_be_short_or_the_username_or_email() -> anyhow::Result<()> {
+    let app = testutil::TestApp::new().await?;
+    let http = reqwest::Client::new();
+    let first = |password: &str| {
+        serde_json::json!({"email": "root@corp.example", "username": "rootuser",
+                           "name": "", "password": password, "trial": false})
+    };
+    for (password, detail) in [
+        ("short", "at least 8"),
+        ("rootuser-2024", "username"),
+        ("my root@corp.example", "email"),
+    ] {
+        let response = http
+            .post(app.url.join("/api/v2/users/first")?)
+            .json(&first(password))
+            .send()
+            .await?;
+        assert_eq!(response.status(), reqwest::StatusCode::BAD_REQUEST);
+        let body: serde_json::Value = response.json().await?;
+        let validations = body["validations"].as_array().cloned().unwrap_or_default();
+        assert_eq!(validations.len(), 1, "{body}");
+        assert_eq!(validations[0]["field"], "password", "{body}");
+        assert!(
+            validations[0]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains(detail)),
+            "{password}: {body}"
+        );
+    }
+    let (owner, _) = app.owner().await?;
+
+    let err = owner
+        .create_user(&codersdk::users::CreateUserRequest {
+            email: "jdoe@corp.example".into(),
+            username: "jdoe-x".into(),
+            password: "JDOE@corp.example!".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("email as password");
+    assert_eq!(err.status(), Some(400));
+    assert!(
+        err.to_string()
+            .contains("password: must not contain your email"),
+        "{err}"
+    );
+
+    let (member, user) = app.user(&owner, "member", &[]).await?;
+    let err = member
+        .update_user_password(
+            "me",
+            &codersdk::users::UpdateUserPasswordRequest {
+                old_password: testutil::PASSWORD.into(),
+                password: "Member!Member!".into(),
+            },
+        )
+        .await
+        .expect_err("username as password");
+    assert!(
+        err.to_string().contains("must not contain your username"),
+        "{err}"
+    );
+    // An administrator's reset follows the same policy for the user's own name.
+    let err = owner
+        .update_user_password(
+            &user.id.to_string(),
+            &codersdk::users::UpdateUserPasswordRequest {
+                old_password: String::new(),
+                password: "member@example.com".into(),
+            },
+        )
+        .await
+        .expect_err("email as password");
+    // The username is the email's local part here: the first rule broken is told.
+    assert!(
+        err.to_string()
+            .contains("password: must not contain your username"),
+        "{err}"
+    );
+    member
+        .update_user_password(
+            "me",
+            &codersdk::users::UpdateUserPasswordRequest {
+                old_password: testutil::PASSWORD.into(),
+                password: "correct horse battery".into(),
+            },
+        )
+        .await?;
+    Ok(())
+}

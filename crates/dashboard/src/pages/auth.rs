@@ -35,6 +35,8 @@ struct LoginPage {
     oidc_enabled: bool,
     oidc_text: String,
     oidc_url: String,
+    github_enabled: bool,
+    github_url: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,6 +96,11 @@ async fn login_page_with(
         coderd::sso::CALLBACK_PATH,
         serde_urlencoded::to_string([("redirect", target.as_str())]).unwrap_or_default()
     );
+    let github_url = format!(
+        "{}?{}",
+        coderd::sso::GITHUB_CALLBACK_PATH,
+        serde_urlencoded::to_string([("redirect", target.as_str())]).unwrap_or_default()
+    );
     let page = LoginPage {
         chrome: Chrome::anonymous(),
         csrf: csrf.clone(),
@@ -108,6 +115,8 @@ async fn login_page_with(
             methods.oidc.sign_in_text
         },
         oidc_url,
+        github_enabled: methods.github.enabled,
+        github_url,
     };
     Ok(with_pre_session_cookie(
         (status, page).into_response(),

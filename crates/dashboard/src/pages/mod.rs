@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod cli_auth;
 pub mod create;
 pub mod templates;
 pub mod workspace;

@@ -176,6 +176,7 @@ async fn the_plain_oauth2_client_runs_the_same_flow() -> anyhow::Result<()> {
             redirect_url: oidc.redirect_url.clone(),
             scopes: vec!["openid".into(), "offline_access".into()],
             auth_url_params: vec![("prompt".into(), "consent".into())],
+            credentials_in_body: false,
         },
         HttpClient::new()?,
     );
