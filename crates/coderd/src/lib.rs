@@ -18,6 +18,7 @@ pub mod provisioners;
 pub mod pubsub;
 pub mod relay;
 pub mod schedule;
+pub mod secrets;
 pub mod server;
 pub mod sso;
 pub mod state;

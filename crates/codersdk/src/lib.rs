@@ -15,6 +15,7 @@ pub mod provisioners;
 pub mod relay;
 pub mod templates;
 pub mod users;
+pub mod usersecrets;
 pub mod workspaces;
 
 pub use client::Client;

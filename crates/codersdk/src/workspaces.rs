@@ -208,6 +208,10 @@ pub struct WorkspaceAgent {
     pub log_sources: Vec<WorkspaceAgentLogSource>,
     pub scripts: Vec<WorkspaceAgentScript>,
     pub startup_script_behavior: String,
+    /// The agent this one runs under (a dev container's sub-agent); null for agents of
+    /// resources.
+    #[serde(default)]
+    pub parent_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -250,6 +254,16 @@ pub struct WorkspaceBuild {
     pub status: WorkspaceStatus,
     pub daily_cost: i32,
     pub matched_provisioners: Option<MatchedProvisioners>,
+    /// The build runs an AI task (`coder_ai_task`); absent until its job succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_ai_task: Option<bool>,
+    /// The app the task is shown in (deprecated in Coder in favour of the tasks API, still
+    /// sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai_task_sidebar_app_id: Option<Uuid>,
+    /// The build has `coder_external_agent`s; absent until its job succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_external_agent: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -66,6 +66,7 @@ pub fn router(
         .merge(crate::relay::routes())
         .merge(crate::apps::port_share::routes())
         .merge(crate::sso::routes())
+        .merge(crate::secrets::routes::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);

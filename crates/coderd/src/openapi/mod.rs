@@ -107,6 +107,11 @@ use crate::http::{
         crate::apps::port_share::remove,
         crate::sso::routes::auth_methods,
         crate::sso::routes::oidc_callback,
+        crate::secrets::routes::create,
+        crate::secrets::routes::list,
+        crate::secrets::routes::read,
+        crate::secrets::routes::update,
+        crate::secrets::routes::remove,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

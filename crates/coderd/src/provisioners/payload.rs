@@ -23,6 +23,8 @@ pub enum PayloadError {
     Store(#[from] store::Error),
     #[error("issuing the workspace owner's token: {0}")]
     Token(String),
+    #[error("the workspace owner's secrets: {0}")]
+    Secrets(#[from] crate::secrets::Error),
 }
 
 fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
@@ -85,7 +87,9 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
             } else {
                 String::new()
             };
+            let secrets = crate::secrets::for_build(state, build.build_id, build.owner_id).await?;
             JobKind::WorkspaceBuild {
+                secrets,
                 workspace_build_id: build.build_id,
                 workspace_name: build.workspace_name.clone(),
                 state: build.state.unwrap_or_default(),
