@@ -286,3 +286,54 @@ pub async fn for_build(state: &AppState, build: Uuid, owner: Uuid) -> Result<Vec
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: Uuid, value: String) -> UserSecretRow {
+        UserSecretRow {
+            id,
+            user_id: Uuid::new_v4(),
+            name: "n".into(),
+            description: String::new(),
+            value,
+            value_key_id: String::new(),
+            env_name: String::new(),
+            file_path: String::new(),
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn values_open_only_on_their_row_and_survive_configuring_keys() {
+        let site_key = KeyRing::generate_key();
+        let site_only = Keys {
+            configured: None,
+            site: KeyRing::from_base64(std::slice::from_ref(&site_key)).expect("key"),
+        };
+        let id = Uuid::new_v4();
+        let (sealed, key_id) = site_only.seal(id, "v4lue");
+        assert!(!sealed.contains("v4lue") && sealed.starts_with(&format!("{key_id}:")));
+        assert_eq!(
+            site_only.open(&row(id, sealed.clone())).expect("open"),
+            "v4lue"
+        );
+        // Copied onto another row, it does not open.
+        assert!(
+            site_only
+                .open(&row(Uuid::new_v4(), sealed.clone()))
+                .is_err()
+        );
+
+        let configured = Keys {
+            configured: Some(std::sync::Arc::new(KeyRing::ephemeral())),
+            site: KeyRing::from_base64(&[site_key]).expect("key"),
+        };
+        assert_eq!(configured.open(&row(id, sealed)).expect("open"), "v4lue");
+        let (resealed, new_id) = configured.seal(id, "v4lue");
+        assert_ne!(new_id, key_id, "new values use the configured key");
+        assert!(site_only.open(&row(id, resealed)).is_err());
+    }
+}
