@@ -111,6 +111,9 @@ pub enum Command {
     /// Manage personal access tokens.
     #[command(subcommand)]
     Tokens(commands::tokens::TokensCommand),
+    /// Manage your user secrets.
+    #[command(subcommand)]
+    Secrets(commands::secrets::SecretsCommand),
     /// Manage templates.
     #[command(subcommand, alias = "template")]
     Templates(commands::templates::TemplatesCommand),
@@ -171,6 +174,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout(args) => commands::login::logout(&cli.global, args).await,
         Command::Users(cmd) => commands::users::run(&cli.global, cmd).await,
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
+        Command::Secrets(cmd) => commands::secrets::run(&cli.global, cmd).await,
         Command::Templates(cmd) => commands::templates::run(&cli.global, cmd).await,
         Command::Create(args) => commands::workspaces::create(&cli.global, args).await,
         Command::Start(args) => commands::workspaces::start(&cli.global, args).await,

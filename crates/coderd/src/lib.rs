@@ -7,6 +7,7 @@ pub mod authz;
 pub mod clock;
 pub mod config;
 pub mod cookies;
+pub mod devcontainers;
 pub mod domain;
 pub mod error;
 pub mod http;

@@ -632,3 +632,28 @@ impl crate::Client {
         .await
     }
 }
+
+/// A `coder_devcontainer` of an agent, as `GET /workspaceagents/{id}/containers` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentDevcontainer {
+    pub id: Uuid,
+    pub name: String,
+    pub workspace_folder: String,
+    pub config_path: String,
+    /// `running`, `stopped`, `starting` or `error`.
+    pub status: String,
+    pub dirty: bool,
+    /// Why the container is not running, when `status` is `error`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+/// An agent's dev containers and the containers it sees (none without a container engine).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentListContainersResponse {
+    pub devcontainers: Vec<WorkspaceAgentDevcontainer>,
+    /// Containers the agent sees; always empty here (no container engine is used).
+    #[schema(value_type = Vec<Object>)]
+    pub containers: Vec<serde_json::Value>,
+    pub warnings: Vec<String>,
+}

@@ -67,6 +67,7 @@ pub fn router(
         .merge(crate::apps::port_share::routes())
         .merge(crate::sso::routes())
         .merge(crate::secrets::routes::routes())
+        .merge(crate::devcontainers::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found);

@@ -112,6 +112,7 @@ use crate::http::{
         crate::secrets::routes::read,
         crate::secrets::routes::update,
         crate::secrets::routes::remove,
+        crate::devcontainers::containers,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)
