@@ -511,10 +511,20 @@ mod tests {
                 rich_parameter_values: vec![],
                 variable_values: vec![],
                 metadata: Metadata::default(),
+                secrets: vec![BuildSecret {
+                    env_name: "TOKEN".into(),
+                    file_path: String::new(),
+                    value: "v4lue".into(),
+                }],
             },
         }));
         let json = serde_json::to_string(&msg).expect("serialize");
         assert!(json.contains(r#""type":"job""#), "{json}");
+        assert!(json.contains(r#""env_name":"TOKEN""#), "{json}");
+        assert!(
+            !format!("{msg:?}").contains("v4lue"),
+            "secrets stay out of Debug"
+        );
         assert!(
             json.contains(r#""template_source_archive":"AJ+Slg==""#),
             "{json}"
