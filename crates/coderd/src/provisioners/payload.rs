@@ -1,7 +1,8 @@
 //! Turning an acquired job row into everything the daemon needs to run it, so the daemon never
 //! has to ask coderd (or a database) for anything else. This runs between acquisition and the
-//! daemon receiving its job, so it is kept to one query (plus the template archive, from
-//! [`super::file_cache`]).
+//! daemon receiving its job, so it is kept to a few queries: the job's context, the template
+//! archive (from [`super::file_cache`]), and for builds the owner's token and the secrets the
+//! version declares (one query when it declares none).
 
 use codersdk::provisionerd::{
     AcquiredJob, JobKind, Metadata, RichParameterValue, Transition, VariableValue,

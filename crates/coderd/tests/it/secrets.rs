@@ -134,9 +134,15 @@ async fn secrets_go_in_and_never_come_out() -> anyhow::Result<()> {
     assert!(sealed.starts_with(&format!("{key_id}:")), "{sealed}");
 
     owner.delete_user_secret("me", "github").await?;
-    let gone = owner.user_secret("me", "github").await.unwrap_err();
+    let gone = owner
+        .user_secret("me", "github")
+        .await
+        .expect_err("refused");
     assert_eq!(status(&gone), 404);
-    let again = owner.delete_user_secret("me", "github").await.unwrap_err();
+    let again = owner
+        .delete_user_secret("me", "github")
+        .await
+        .expect_err("refused");
     assert_eq!(status(&again), 404);
     Ok(())
 }
@@ -153,9 +159,12 @@ async fn other_users_secrets_do_not_exist_for_anyone_else() -> anyhow::Result<()
 
     for (who, client) in [("bob", &bob), ("the owner", &owner)] {
         for user in ["alice", alice_user.id.to_string().as_str()] {
-            let e = client.user_secrets(user).await.unwrap_err();
+            let e = client.user_secrets(user).await.expect_err("refused");
             assert_eq!(status(&e), 404, "{who} lists {user}'s secrets");
-            let e = client.user_secret(user, "token").await.unwrap_err();
+            let e = client
+                .user_secret(user, "token")
+                .await
+                .expect_err("refused");
             assert_eq!(status(&e), 404, "{who} reads {user}'s secret");
             let e = client
                 .update_user_secret(
@@ -167,21 +176,28 @@ async fn other_users_secrets_do_not_exist_for_anyone_else() -> anyhow::Result<()
                     },
                 )
                 .await
-                .unwrap_err();
+                .expect_err("refused");
             assert_eq!(status(&e), 404, "{who} updates {user}'s secret");
-            let e = client.delete_user_secret(user, "token").await.unwrap_err();
+            let e = client
+                .delete_user_secret(user, "token")
+                .await
+                .expect_err("refused");
             assert_eq!(status(&e), 404, "{who} deletes {user}'s secret");
             let e = client
                 .create_user_secret(user, &secret("planted", "x", ""))
                 .await
-                .unwrap_err();
+                .expect_err("refused");
             assert_eq!(status(&e), 404, "{who} creates a secret for {user}");
         }
     }
     // Bob's own list is his; alice's secret is untouched.
     assert!(bob.user_secrets("me").await?.is_empty());
     assert_eq!(alice.user_secrets("me").await?.len(), 1);
-    let e = app.client().user_secrets("alice").await.unwrap_err();
+    let e = app
+        .client()
+        .user_secrets("alice")
+        .await
+        .expect_err("refused");
     assert_eq!(status(&e), 401);
     Ok(())
 }
@@ -210,7 +226,12 @@ async fn bad_secrets_are_refused_with_coders_messages() -> anyhow::Result<()> {
         ),
         (secret("ok", &"x".repeat(24 * 1024 + 1), ""), "value"),
     ] {
-        let (code, body) = refused(owner.create_user_secret("me", &req).await.unwrap_err());
+        let (code, body) = refused(
+            owner
+                .create_user_secret("me", &req)
+                .await
+                .expect_err("refused"),
+        );
         assert_eq!(code, 400, "{req:?}");
         assert_eq!(body.message, "Validation failed.");
         assert_eq!(body.validations[0].field, field, "{req:?}: {body:?}");
@@ -223,7 +244,12 @@ async fn bad_secrets_are_refused_with_coders_messages() -> anyhow::Result<()> {
         (secret("one", "v2", ""), "name"),
         (secret("two", "v2", "SHARED"), "env_name"),
     ] {
-        let (code, body) = refused(owner.create_user_secret("me", &req).await.unwrap_err());
+        let (code, body) = refused(
+            owner
+                .create_user_secret("me", &req)
+                .await
+                .expect_err("refused"),
+        );
         assert_eq!(code, 409, "{req:?}");
         assert_eq!(body.validations[0].field, field);
     }
@@ -231,7 +257,7 @@ async fn bad_secrets_are_refused_with_coders_messages() -> anyhow::Result<()> {
         owner
             .update_user_secret("me", "one", &UpdateUserSecretRequest::default())
             .await
-            .unwrap_err(),
+            .expect_err("refused"),
     );
     assert_eq!(code, 400);
     assert_eq!(body.message, "At least one field must be provided.");
