@@ -114,6 +114,9 @@ pub enum Command {
     /// Manage user groups.
     #[command(subcommand, alias = "group")]
     Groups(commands::groups::GroupsCommand),
+    /// Manage your user secrets.
+    #[command(subcommand)]
+    Secrets(commands::secrets::SecretsCommand),
     /// Manage templates.
     #[command(subcommand, alias = "template")]
     Templates(commands::templates::TemplatesCommand),
@@ -175,6 +178,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Users(cmd) => commands::users::run(&cli.global, cmd).await,
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
         Command::Groups(cmd) => commands::groups::run(&cli.global, cmd).await,
+        Command::Secrets(cmd) => commands::secrets::run(&cli.global, cmd).await,
         Command::Templates(cmd) => commands::templates::run(&cli.global, cmd).await,
         Command::Create(args) => commands::workspaces::create(&cli.global, args).await,
         Command::Start(args) => commands::workspaces::start(&cli.global, args).await,

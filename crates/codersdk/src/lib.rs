@@ -17,6 +17,7 @@ pub mod provisioners;
 pub mod relay;
 pub mod templates;
 pub mod users;
+pub mod usersecrets;
 pub mod workspaces;
 
 pub use client::Client;

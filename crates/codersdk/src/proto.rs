@@ -467,6 +467,18 @@ pub struct TemplateFeatures {
     pub has_ai_tasks: bool,
     /// The template declares a `coder_external_agent`.
     pub has_external_agents: bool,
+    /// The owner's secrets the template reads (`coder_secret` data sources).
+    pub secrets: Vec<SecretRequirement>,
+}
+
+/// A `coder_secret` data source: the template needs a secret of the workspace's owner that
+/// provides this environment variable or this file (exactly one is set).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecretRequirement {
+    pub env: String,
+    pub file: String,
+    pub help_message: String,
 }
 
 /// An external auth provider (`data "coder_external_auth"`) the template needs a token for.

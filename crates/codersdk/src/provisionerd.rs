@@ -150,7 +150,33 @@ pub enum JobKind {
         #[serde(default)]
         variable_values: Vec<VariableValue>,
         metadata: Metadata,
+        /// The owner's secrets the template version declares (`coder_secret`), decrypted for
+        /// this job only; the engine hands them to the provider and never logs them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        secrets: Vec<BuildSecret>,
     },
+}
+
+/// One of the workspace owner's secrets, as a build receives it: the provider reads it from
+/// `CODER_SECRET_ENV_<env_name>` and/or `CODER_SECRET_FILE_<hex of file_path>`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildSecret {
+    #[serde(default)]
+    pub env_name: String,
+    #[serde(default)]
+    pub file_path: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for BuildSecret {
+    // Jobs are logged when things go wrong; a secret's value must not be.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildSecret")
+            .field("env_name", &self.env_name)
+            .field("file_path", &self.file_path)
+            .field("value", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Facts about the workspace and its owner that the engine exposes to templates (the `CODER_*`
@@ -485,10 +511,20 @@ mod tests {
                 rich_parameter_values: vec![],
                 variable_values: vec![],
                 metadata: Metadata::default(),
+                secrets: vec![BuildSecret {
+                    env_name: "TOKEN".into(),
+                    file_path: String::new(),
+                    value: "v4lue".into(),
+                }],
             },
         }));
         let json = serde_json::to_string(&msg).expect("serialize");
         assert!(json.contains(r#""type":"job""#), "{json}");
+        assert!(json.contains(r#""env_name":"TOKEN""#), "{json}");
+        assert!(
+            !format!("{msg:?}").contains("v4lue"),
+            "secrets stay out of Debug"
+        );
         assert!(
             json.contains(r#""template_source_archive":"AJ+Slg==""#),
             "{json}"
@@ -536,6 +572,7 @@ mod tests {
                 }],
                 has_ai_tasks: true,
                 has_external_agents: false,
+                secrets: vec![],
             },
         };
         let json = serde_json::to_value(&result).expect("serialize");

@@ -196,6 +196,9 @@ pub struct TemplateVersion {
     pub archived: bool,
     pub warnings: Vec<String>,
     pub matched_provisioners: Option<MatchedProvisioners>,
+    /// The version declares `coder_external_agent` resources.
+    #[serde(default)]
+    pub has_external_agent: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -208,6 +208,10 @@ pub struct WorkspaceAgent {
     pub log_sources: Vec<WorkspaceAgentLogSource>,
     pub scripts: Vec<WorkspaceAgentScript>,
     pub startup_script_behavior: String,
+    /// The agent this one runs under (a dev container's sub-agent); null for agents of
+    /// resources.
+    #[serde(default)]
+    pub parent_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -250,6 +254,16 @@ pub struct WorkspaceBuild {
     pub status: WorkspaceStatus,
     pub daily_cost: i32,
     pub matched_provisioners: Option<MatchedProvisioners>,
+    /// The build runs an AI task (`coder_ai_task`); absent until its job succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_ai_task: Option<bool>,
+    /// The app the task is shown in (deprecated in Coder in favour of the tasks API, still
+    /// sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai_task_sidebar_app_id: Option<Uuid>,
+    /// The build has `coder_external_agent`s; absent until its job succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_external_agent: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -617,4 +631,29 @@ impl crate::Client {
         )
         .await
     }
+}
+
+/// A `coder_devcontainer` of an agent, as `GET /workspaceagents/{id}/containers` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentDevcontainer {
+    pub id: Uuid,
+    pub name: String,
+    pub workspace_folder: String,
+    pub config_path: String,
+    /// `running`, `stopped`, `starting` or `error`.
+    pub status: String,
+    pub dirty: bool,
+    /// Why the container is not running, when `status` is `error`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+/// An agent's dev containers and the containers it sees (none without a container engine).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentListContainersResponse {
+    pub devcontainers: Vec<WorkspaceAgentDevcontainer>,
+    /// Containers the agent sees; always empty here (no container engine is used).
+    #[schema(value_type = Vec<Object>)]
+    pub containers: Vec<serde_json::Value>,
+    pub warnings: Vec<String>,
 }

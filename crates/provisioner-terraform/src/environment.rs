@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use codersdk::provisionerd::{Metadata, RichParameterValue, Transition};
+use codersdk::provisionerd::{BuildSecret, Metadata, RichParameterValue, Transition};
 use sha2::{Digest, Sha256};
 
 /// Variables the executor sets itself, so inherited values are dropped.
@@ -98,6 +98,8 @@ pub(crate) struct JobEnv<'a> {
     /// The transition being planned: an import plans `start` and `stop` with one metadata.
     pub transition: Transition,
     pub parameters: &'a [RichParameterValue],
+    /// The owner's secrets the template declares (builds only).
+    pub secrets: &'a [BuildSecret],
 }
 
 impl JobEnv<'_> {
@@ -134,8 +136,31 @@ impl JobEnv<'_> {
                 .map(|p| (parameter_variable(&p.name), p.value.clone())),
         );
         vars.extend(crate::agent_scripts::environment());
+        // Last, so nothing inherited or set above can stand in for a secret.
+        for secret in self.secrets {
+            if !secret.env_name.is_empty() {
+                vars.push((secret_env_variable(&secret.env_name), secret.value.clone()));
+            }
+            if !secret.file_path.is_empty() {
+                vars.push((
+                    secret_file_variable(&secret.file_path),
+                    secret.value.clone(),
+                ));
+            }
+        }
         vars
     }
+}
+
+/// Where the provider's `coder_secret` reads a secret matched by environment variable name.
+pub fn secret_env_variable(name: &str) -> String {
+    format!("CODER_SECRET_ENV_{name}")
+}
+
+/// Where the provider's `coder_secret` reads a secret matched by file path (paths hold
+/// characters variable names cannot, hence the hex).
+pub fn secret_file_variable(path: &str) -> String {
+    format!("CODER_SECRET_FILE_{}", hex::encode(path.as_bytes()))
 }
 
 /// `CODER_PARAMETER_<sha256 hex of the name>`: where the provider reads a parameter's value.
@@ -166,6 +191,7 @@ mod tests {
             ("CODER_PROVISIONER_DAEMON_PSK", "psk"),
             ("CODER_URL", "http://coderd"),
             ("CODER_WORKSPACE_NAME", "inherited"),
+            ("CODER_SECRET_ENV_PLANTED", "from-the-host"),
             ("TF_CLI_CONFIG_FILE", "/home/nope/.terraformrc"),
         ]
         .into_iter()
@@ -190,11 +216,40 @@ mod tests {
             name: "region".into(),
             value: "eu".into(),
         }];
+        let secrets = [
+            BuildSecret {
+                env_name: "GITHUB_TOKEN".into(),
+                file_path: String::new(),
+                value: "ghp-value".into(),
+            },
+            BuildSecret {
+                env_name: "BOTH".into(),
+                file_path: "~/.both".into(),
+                value: "both-value".into(),
+            },
+        ];
         let env = daemon.for_job(&JobEnv {
             metadata: &metadata,
             transition: Transition::Stop,
             parameters: &parameters,
+            secrets: &secrets,
         });
+        assert_eq!(
+            lookup(&env, "CODER_SECRET_ENV_GITHUB_TOKEN"),
+            Some("ghp-value")
+        );
+        assert_eq!(lookup(&env, "CODER_SECRET_ENV_BOTH"), Some("both-value"));
+        assert_eq!(
+            secret_file_variable("~/.both"),
+            format!("CODER_SECRET_FILE_{}", hex::encode("~/.both"))
+        );
+        assert_eq!(
+            lookup(&env, &secret_file_variable("~/.both")),
+            Some("both-value")
+        );
+        // A daemon's own variable of that shape is not a secret of the owner.
+        assert_eq!(lookup(&env, "CODER_SECRET_ENV_PLANTED"), None);
+        assert!(!format!("{:?}", secrets[0]).contains("ghp-value"));
         assert_eq!(lookup(&env, "AWS_ACCESS_KEY_ID"), Some("for-providers"));
         for secret in [
             "CODER_SESSION_TOKEN",

@@ -16,8 +16,8 @@ use std::path::Path;
 
 use codersdk::proto::TemplateFeatures;
 use codersdk::provisionerd::{
-    AcquiredJob, JobFailure, JobKind, JobResult, LogLevel, Metadata, RichParameterValue,
-    TemplateVariable, Timing, Transition, VariableValue,
+    AcquiredJob, BuildSecret, JobFailure, JobKind, JobResult, LogLevel, Metadata,
+    RichParameterValue, TemplateVariable, Timing, Transition, VariableValue,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -78,6 +78,7 @@ pub(crate) async fn run(
             rich_parameter_values,
             variable_values,
             metadata,
+            secrets,
             ..
         } => {
             let transition = metadata.workspace_transition;
@@ -99,6 +100,7 @@ pub(crate) async fn run(
                 state,
                 parameters: rich_parameter_values,
                 variables: variable_values,
+                secrets,
             };
             let mut applied = false;
             match session.build(&build, &mut applied).await {
@@ -153,6 +155,7 @@ struct Build<'a> {
     state: &'a [u8],
     parameters: &'a [RichParameterValue],
     variables: &'a [VariableValue],
+    secrets: &'a [BuildSecret],
 }
 
 /// A failure and the log stage it happened in.
@@ -187,7 +190,7 @@ impl Session<'_> {
             .unwrap_or_default();
         self.prepare().await?;
 
-        let start_env = self.env(metadata, Transition::Start, &[]);
+        let start_env = self.env(metadata, Transition::Start, &[], &[]);
         let start_plan = self.plan(&start_env, &vars, false, DETECT_START).await?;
         let graph = at(DETECT_START, self.graph(&start_env, DETECT_START).await)?;
         let start = at(
@@ -195,7 +198,7 @@ impl Session<'_> {
             converted("converting the start plan", &start_plan, &graph),
         )?;
 
-        let stop_env = self.env(metadata, Transition::Stop, &[]);
+        let stop_env = self.env(metadata, Transition::Stop, &[], &[]);
         let stop_plan = self.plan(&stop_env, &vars, false, DETECT_STOP).await?;
         // The plan graph comes from the configuration alone, so the start plan's serves.
         let stop = at(
@@ -245,7 +248,7 @@ impl Session<'_> {
         }
         self.prepare().await?;
 
-        let env = self.env(build.metadata, transition, build.parameters);
+        let env = self.env(build.metadata, transition, build.parameters, build.secrets);
         let plan = self
             .plan(&env, &vars, transition == Transition::Delete, PLAN)
             .await?;
@@ -388,11 +391,13 @@ impl Session<'_> {
         metadata: &Metadata,
         transition: Transition,
         parameters: &[RichParameterValue],
+        secrets: &[BuildSecret],
     ) -> Vec<(OsString, OsString)> {
         self.tf.daemon_env().for_job(&JobEnv {
             metadata,
             transition,
             parameters,
+            secrets,
         })
     }
 
@@ -469,10 +474,10 @@ impl Session<'_> {
         Ok(String::from_utf8_lossy(&stdout).into_owned())
     }
 
-    /// The state file as terraform left it (empty if it wrote none).
+    /// The state file as terraform left it (empty if it wrote none), secrets blanked.
     async fn read_state(&self) -> Result<Vec<u8>, Error> {
         match tokio::fs::read(self.workdir.join(STATE_FILE)).await {
-            Ok(bytes) => Ok(bytes),
+            Ok(bytes) => Ok(crate::state_secrets::scrub(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(Error::io("reading the state")(e)),
         }

@@ -93,6 +93,7 @@ pub async fn run(
     let completion = Completion::Build {
         state: result.state.clone(),
         resources: Vec::new(),
+        features: Default::default(),
         schedule: Box::new(coderd::store::BuildSchedule {
             now: chrono::Utc::now(),
             quiet_hours: coderd::state::default_quiet_hours(),

@@ -9,6 +9,7 @@ pub mod port_forward;
 pub mod provisionerd;
 pub mod provisioners;
 pub mod schedule;
+pub mod secrets;
 pub mod server;
 pub mod ssh;
 pub mod templates;

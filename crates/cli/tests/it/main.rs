@@ -12,6 +12,7 @@ mod provisioning;
 mod relay;
 mod schedule;
 mod script_order;
+mod secrets;
 mod server;
 mod ssh;
 mod terraform;

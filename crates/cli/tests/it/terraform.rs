@@ -17,7 +17,7 @@ use crate::harness::{Deployment, stop_gracefully};
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/templates");
 
 /// The `terraform` block of a template using our provider.
-const CODER_PROVIDER: &str = r#"
+pub(crate) const CODER_PROVIDER: &str = r#"
 terraform {
   required_providers {
     coder = {

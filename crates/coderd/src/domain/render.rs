@@ -189,6 +189,9 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
             })
             .collect(),
         startup_script_behavior: behavior.into(),
+        // Dev containers' sub-agents are never created here (no container engine), so every
+        // agent belongs to a resource.
+        parent_id: None,
     }
 }
 

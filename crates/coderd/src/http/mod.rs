@@ -69,6 +69,8 @@ pub fn router(
         .merge(crate::sso::routes())
         .merge(crate::groups::routes())
         .merge(crate::audit::routes())
+        .merge(crate::secrets::routes::routes())
+        .merge(crate::devcontainers::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found)

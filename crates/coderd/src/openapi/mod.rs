@@ -119,6 +119,12 @@ use crate::http::{
         crate::audit::routes::audit_logs,
         crate::sso::routes::github_start,
         crate::sso::routes::github_callback,
+        crate::secrets::routes::create,
+        crate::secrets::routes::list,
+        crate::secrets::routes::read,
+        crate::secrets::routes::update,
+        crate::secrets::routes::remove,
+        crate::devcontainers::containers,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

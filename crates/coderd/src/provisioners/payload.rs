@@ -1,7 +1,8 @@
 //! Turning an acquired job row into everything the daemon needs to run it, so the daemon never
 //! has to ask coderd (or a database) for anything else. This runs between acquisition and the
-//! daemon receiving its job, so it is kept to one query (plus the template archive, from
-//! [`super::file_cache`]).
+//! daemon receiving its job, so it is kept to a few queries: the job's context, the template
+//! archive (from [`super::file_cache`]), and for builds the owner's token and the secrets the
+//! version declares (one query when it declares none).
 
 use codersdk::provisionerd::{
     AcquiredJob, JobKind, Metadata, RichParameterValue, Transition, VariableValue,
@@ -23,6 +24,8 @@ pub enum PayloadError {
     Store(#[from] store::Error),
     #[error("issuing the workspace owner's token: {0}")]
     Token(String),
+    #[error("the workspace owner's secrets: {0}")]
+    Secrets(#[from] crate::secrets::Error),
 }
 
 fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
@@ -86,7 +89,9 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
             } else {
                 String::new()
             };
+            let secrets = crate::secrets::for_build(state, build.build_id, build.owner_id).await?;
             JobKind::WorkspaceBuild {
+                secrets,
                 workspace_build_id: build.build_id,
                 workspace_name: build.workspace_name.clone(),
                 state: build.state.unwrap_or_default(),

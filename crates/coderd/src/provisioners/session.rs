@@ -450,7 +450,7 @@ fn completion_of(
             variables,
             readme,
             timings,
-            ..
+            features,
         } => (
             Completion::Import {
                 result: ImportResult {
@@ -462,6 +462,7 @@ fn completion_of(
                 },
                 start_resources,
                 stop_resources,
+                features,
             },
             timings,
         ),
@@ -469,11 +470,12 @@ fn completion_of(
             state,
             resources,
             timings,
-            ..
+            features,
         } => (
             Completion::Build {
                 state,
                 resources,
+                features,
                 schedule,
             },
             timings,

@@ -11,6 +11,7 @@ use super::jobs::{append_logs, notify};
 use super::lifecycle::record_schedule;
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
+use super::version_facts::{record_build_facts, record_version_facts};
 use super::{Result, Store, timed};
 use crate::pubsub::channels;
 
@@ -21,10 +22,12 @@ pub enum Completion {
         result: ImportResult,
         start_resources: Vec<proto::Resource>,
         stop_resources: Vec<proto::Resource>,
+        features: proto::TemplateFeatures,
     },
     Build {
         state: Vec<u8>,
         resources: Vec<proto::Resource>,
+        features: proto::TemplateFeatures,
         /// The time and quiet hours a start build's deadlines are computed from (boxed: a
         /// parsed schedule is large).
         schedule: Box<BuildSchedule>,
@@ -155,14 +158,17 @@ impl Store {
                     result,
                     start_resources,
                     stop_resources,
+                    features,
                 } => {
                     record_import(&mut tx, job, result).await?;
+                    record_version_facts(&mut tx, job, features).await?;
                     insert_resources(&mut tx, job, "start", start_resources).await?;
                     insert_resources(&mut tx, job, "stop", stop_resources).await?;
                 }
                 Completion::Build {
                     state,
                     resources,
+                    features,
                     schedule,
                 } => {
                     let build = sqlx::query!(
@@ -174,6 +180,7 @@ impl Store {
                     .fetch_one(&mut *tx)
                     .await?;
                     insert_resources(&mut tx, job, &build.transition, resources).await?;
+                    record_build_facts(&mut tx, job, resources, features).await?;
                     if build.transition != "delete" {
                         record_schedule(&mut tx, job, build.workspace_id, &build.transition, schedule)
                             .await?;

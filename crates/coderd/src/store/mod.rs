@@ -16,7 +16,9 @@ mod site;
 mod templates;
 mod timings;
 mod user_links;
+mod user_secrets;
 mod users;
+mod version_facts;
 mod workspaces;
 
 use std::future::Future;
@@ -46,8 +48,10 @@ pub use templates::{
 };
 pub use timings::{BuildTimings, ConnectionTimingRow, ProvisionerTimingRow, ScriptTimingRow};
 pub use user_links::LinkUpdate;
+pub use user_secrets::{UserSecretChanges, UserSecretRow};
 use users::insert_user;
 pub use users::{NewUser, UserDeletion, UserQuery, UserRow};
+pub use version_facts::BuildFacts;
 pub use workspaces::{
     BuildContext, BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow,
 };

@@ -168,6 +168,10 @@ pub struct TemplateVersionRow {
     pub variables: Value,
     pub user_variable_values: Value,
     pub external_auth_providers: Value,
+    /// The `coder_secret`s the version's builds need (see `version_facts`).
+    pub secret_requirements: Value,
+    pub has_ai_task: bool,
+    pub has_external_agent: bool,
     pub created_by_username: String,
     pub created_by_name: String,
     pub created_by_avatar_url: String,

@@ -22,4 +22,5 @@ mod rbac;
 mod relay;
 mod robustness;
 mod schedules;
+mod secrets;
 mod users;

@@ -285,6 +285,24 @@ fn rows() -> Vec<Row> {
             Setup::Workspace,
             row(
                 M::GET,
+                "/api/v2/workspaceagents/{agent}/containers",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        // A user's secrets are theirs alone, for every role.
+        row(M::GET, "/api/v2/users/me/secrets", None, [200; 6]),
+        row(M::GET, "/api/v2/users/{victim}/secrets", None, [404; 6]),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/secrets/anything",
+            None,
+            [404; 6],
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
                 "/api/v2/workspaces/{ws}/port-share",
                 None,
                 [200, 404, 200, 404, 404, 200],

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use codersdk::proto::{
     AiTask, ExpirationPolicy, Prebuild, Preset, PresetParameter, RichParameter, Schedule,
-    Scheduling, TemplateFeatures,
+    Scheduling, SecretRequirement, TemplateFeatures,
 };
 
 use super::attrs::Attrs;
@@ -30,6 +30,7 @@ pub(crate) fn collect(
         ai_tasks: ai_tasks(resources)?,
         has_ai_tasks: declares(graph_labels, "coder_ai_task"),
         has_external_agents: declares(graph_labels, "coder_external_agent"),
+        secrets: secrets(resources)?,
     };
     Ok((features, warnings))
 }
@@ -140,6 +141,29 @@ fn decode_prebuild(block: &Attrs<'_>) -> Result<Prebuild, ConvertError> {
 /// The provider allows any number; the wire has 32 bits, and more would mean the same.
 fn saturating(value: i64) -> i32 {
     i32::try_from(value).unwrap_or(if value < 0 { i32::MIN } else { i32::MAX })
+}
+
+/// The `coder_secret` data sources, once per variable or file however often declared.
+fn secrets(resources: &[TfResource]) -> Result<Vec<SecretRequirement>, ConvertError> {
+    let mut found: Vec<SecretRequirement> = Vec::new();
+    for resource in resources
+        .iter()
+        .filter(|r| r.mode == Mode::Data && r.kind == "coder_secret")
+    {
+        let attrs = Attrs::new(&resource.address, &resource.values);
+        let secret = SecretRequirement {
+            env: attrs.string("env")?,
+            file: attrs.string("file")?,
+            help_message: attrs.string("help_message")?,
+        };
+        if !found
+            .iter()
+            .any(|f| f.env == secret.env && f.file == secret.file)
+        {
+            found.push(secret);
+        }
+    }
+    Ok(found)
 }
 
 /// The `coder_ai_task` resources that exist (or will) with the app each names.

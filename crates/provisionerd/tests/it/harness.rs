@@ -298,6 +298,7 @@ pub fn build_job(
                 workspace_owner_session_token: "owner-secret-token".into(),
                 ..Metadata::default()
             },
+            secrets: vec![],
         },
     }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use chrono::Utc;
 use codersdk::provisionerd::{
-    AcquiredJob, JobFailure, JobKind, JobResult, LogLevel, Metadata, RichParameterValue,
-    Transition, VariableValue,
+    AcquiredJob, BuildSecret, JobFailure, JobKind, JobResult, LogLevel, Metadata,
+    RichParameterValue, Transition, VariableValue,
 };
 use provisioner_terraform::{JobLogs, Settings, Terraform};
 use tokio_util::sync::CancellationToken;
@@ -187,6 +187,7 @@ pub struct BuildSpec {
     pub parameters: Vec<(&'static str, &'static str)>,
     pub variables: Vec<VariableValue>,
     pub coder_url: String,
+    pub secrets: Vec<BuildSecret>,
 }
 
 impl BuildSpec {
@@ -197,6 +198,7 @@ impl BuildSpec {
             parameters: Vec::new(),
             variables: Vec::new(),
             coder_url: "http://coder.example:3000".into(),
+            secrets: Vec::new(),
         }
     }
 }
@@ -237,6 +239,7 @@ pub fn build_job(spec: BuildSpec) -> AcquiredJob {
                 template_version: "v1".into(),
                 workspace_owner_groups: vec!["devs".into()],
             },
+            secrets: spec.secrets,
         },
     }
 }

@@ -3,7 +3,7 @@
 //! and script ordering (across a module) in real plans and states.
 
 use codersdk::proto::{Agent, Resource, ScriptRequirement};
-use codersdk::provisionerd::{JobResult, LogLevel, Transition};
+use codersdk::provisionerd::{BuildSecret, JobResult, LogLevel, Transition};
 
 use crate::support::dependencies;
 
@@ -43,6 +43,16 @@ data "coder_workspace_preset" "fast" {
 
 data "coder_workspace_preset" "plain" {
   name = "plain"
+}
+
+data "coder_secret" "gh" {
+  env          = "GITHUB_TOKEN"
+  help_message = "Add a GitHub token."
+}
+
+data "coder_secret" "kube" {
+  file         = "~/.kube/config"
+  help_message = "Add your kubeconfig."
 }
 
 resource "coder_agent" "main" {
@@ -221,6 +231,19 @@ async fn an_import_reports_presets_tasks_and_ordering() -> anyhow::Result<()> {
         f.logs.text()
     );
 
+    let secrets: Vec<(&str, &str, &str)> = features
+        .secrets
+        .iter()
+        .map(|s| (s.env.as_str(), s.file.as_str(), s.help_message.as_str()))
+        .collect();
+    assert_eq!(
+        secrets,
+        [
+            ("GITHUB_TOKEN", "", "Add a GitHub token."),
+            ("", "~/.kube/config", "Add your kubeconfig.")
+        ]
+    );
+
     assert!(features.has_ai_tasks);
     assert!(features.has_external_agents, "declared with count = 0");
     assert_eq!(features.ai_tasks.len(), 1);
@@ -240,19 +263,41 @@ async fn a_build_carries_script_dependencies_and_task_ids() -> anyhow::Result<()
     let files = files();
     let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
     let f = Fixture::new(&files, &[])?;
+    let mut spec = BuildSpec::new(Transition::Start);
+    spec.secrets = vec![
+        BuildSecret {
+            env_name: "GITHUB_TOKEN".into(),
+            file_path: String::new(),
+            value: "ghp-build-value".into(),
+        },
+        BuildSecret {
+            env_name: String::new(),
+            file_path: "~/.kube/config".into(),
+            value: "kubeconfig-build-value".into(),
+        },
+    ];
     let result = f
-        .run(&build_job(BuildSpec::new(Transition::Start)))
+        .run(&build_job(spec))
         .await
         .map_err(|e| anyhow::anyhow!("{}\n{}", e.error, f.logs.text()))?;
     let JobResult::WorkspaceBuild {
         resources,
         features,
+        state,
         ..
     } = result
     else {
         anyhow::bail!("not a build result");
     };
     assert!(features.presets.is_empty(), "presets belong to imports");
+    // The secrets were read (the build would fail without them) and are not in the state
+    // coderd keeps, nor in the logs.
+    let state = String::from_utf8(state)?;
+    assert!(state.contains("GITHUB_TOKEN"), "{state}");
+    for value in ["ghp-build-value", "kubeconfig-build-value"] {
+        assert!(!state.contains(value), "{state}");
+        assert!(!f.logs.text().contains(value));
+    }
     let [task] = features.ai_tasks.as_slice() else {
         anyhow::bail!("one task: {features:?}");
     };
@@ -268,5 +313,27 @@ async fn a_build_carries_script_dependencies_and_task_ids() -> anyhow::Result<()
     let container = &agent.devcontainers[0];
     assert!(uuid::Uuid::parse_str(&container.subagent_id).is_ok());
     assert_eq!(container.envs[0].value, "yes");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_start_build_without_a_declared_secret_fails_with_the_providers_error()
+-> anyhow::Result<()> {
+    if !terraform_on_path()? {
+        return Ok(());
+    }
+    let files = files();
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let f = Fixture::new(&files, &[])?;
+    let Err(failure) = f.run(&build_job(BuildSpec::new(Transition::Start))).await else {
+        anyhow::bail!("the build succeeded without its secrets");
+    };
+    let logs = f.logs.text();
+    assert!(
+        logs.contains(r#"Missing required secret: environment variable "GITHUB_TOKEN""#),
+        "{}\n{logs}",
+        failure.error
+    );
+    assert!(logs.contains("Add a GitHub token."), "{logs}");
     Ok(())
 }

@@ -53,6 +53,7 @@ async fn run(ctx: JobContext<'_>) -> Result<JobResult, JobFailure> {
             rich_parameter_values,
             variable_values,
             metadata,
+            ..
         } => {
             let transition = metadata.workspace_transition;
             let received = Received {

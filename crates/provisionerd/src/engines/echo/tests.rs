@@ -36,6 +36,7 @@ fn build_job(transition: Transition, previous: &[u8]) -> AcquiredJob {
                 workspace_transition: transition,
                 ..Metadata::default()
             },
+            secrets: vec![],
         },
     }
 }

@@ -1,0 +1,9 @@
+ALTER TABLE workspace_builds
+    DROP COLUMN has_ai_task,
+    DROP COLUMN ai_task_sidebar_app_id,
+    DROP COLUMN has_external_agent;
+ALTER TABLE template_versions
+    DROP COLUMN secret_requirements,
+    DROP COLUMN has_ai_task,
+    DROP COLUMN has_external_agent;
+DROP TABLE user_secrets;

@@ -1,0 +1,58 @@
+//! Dev containers in the API: `GET /api/v2/workspaceagents/{id}/containers`, answered from
+//! what the build recorded. Coder asks the agent, which starts each `coder_devcontainer` with
+//! a container engine and reports it running; coder-rs runs none (its hosts have no
+//! container engine), so each is shown in Coder's shape with status `error` and the reason,
+//! never silently absent or pretending to start.
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use codersdk::workspaces::{WorkspaceAgentDevcontainer, WorkspaceAgentListContainersResponse};
+use uuid::Uuid;
+
+use crate::authz::Action;
+use crate::domain::{self, resolve};
+use crate::error::ApiResult;
+use crate::http::extract::{Auth, Json, Path};
+use crate::state::AppState;
+
+/// What every dev container says, here.
+pub const NOT_RUN: &str = "coder-rs does not run dev containers: starting one needs a container \
+                           engine (Docker or Podman) and the Dev Containers CLI in the \
+                           workspace, which this deployment does not use";
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/workspaceagents/{id}/containers", get(containers))
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/containers", tag = "Agents",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = WorkspaceAgentListContainersResponse)))]
+pub(crate) async fn containers(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<WorkspaceAgentListContainersResponse>> {
+    resolve::agent(&state, &auth.subject, id, Action::Read).await?;
+    let rows = state
+        .store
+        .agent_devcontainers(id)
+        .await
+        .map_err(domain::Error::from)?;
+    Ok(Json(WorkspaceAgentListContainersResponse {
+        devcontainers: rows
+            .into_iter()
+            .map(|row| WorkspaceAgentDevcontainer {
+                id: row.id,
+                name: row.name,
+                workspace_folder: row.workspace_folder,
+                config_path: row.config_path,
+                status: "error".into(),
+                dirty: false,
+                error: NOT_RUN.into(),
+            })
+            .collect(),
+        containers: Vec::new(),
+        warnings: Vec::new(),
+    }))
+}
