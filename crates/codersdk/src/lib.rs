@@ -9,6 +9,7 @@ pub mod files;
 pub mod logs;
 pub mod organizations;
 pub mod portsharing;
+pub mod presets;
 pub mod proto;
 pub mod provisionerd;
 pub mod provisioners;

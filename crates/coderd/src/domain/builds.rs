@@ -16,7 +16,7 @@ use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
 use uuid::Uuid;
 
 use super::render::job_status;
-use super::{Error, Result, parameters};
+use super::{Error, Result, parameters, presets};
 use crate::authz::{self, Action, Object, Resource, Subject};
 use crate::provisioners::tags;
 use crate::schedule::Schedule;
@@ -141,6 +141,8 @@ pub struct BuildRequest {
     /// workspace's row lock): the lifecycle executor decides from what it read, and a build
     /// another replica created since then makes its decision stale.
     pub expect_latest: Option<Uuid>,
+    /// A preset of the build's version whose parameter values the build takes.
+    pub preset: Option<Uuid>,
 }
 
 impl BuildRequest {
@@ -152,6 +154,7 @@ impl BuildRequest {
             orphan: false,
             reason,
             expect_latest: None,
+            preset: None,
         }
     }
 }
@@ -286,12 +289,16 @@ pub async fn create_build(
         Some(prev) => state.store.build_parameters(prev.id).await?,
         None => Vec::new(),
     };
-    let values = parameters::resolve(
-        &parameters::declared(&version),
-        &previous_values,
-        &req.parameters,
-    )
-    .map_err(Error::Validation)?;
+    let declared = parameters::declared(&version);
+    let requested = match req.preset {
+        Some(id) => {
+            let preset = presets::of_build(state, version.id, id).await?;
+            presets::apply(&preset, &declared, &req.parameters)?
+        }
+        None => req.parameters.clone(),
+    };
+    let values =
+        parameters::resolve(&declared, &previous_values, &requested).map_err(Error::Validation)?;
     let build_id = Uuid::new_v4();
     let initiator = initiator(subject, workspace.owner_id);
     let job = build_job(
@@ -312,6 +319,7 @@ pub async fn create_build(
             parameters: values,
             orphan: req.orphan,
             expect_latest: req.expect_latest,
+            preset_id: req.preset,
             job,
         })
         .await?;
@@ -460,12 +468,15 @@ pub async fn create_workspace(
         None,
     )
     .await?;
-    let values = parameters::resolve(
-        &parameters::declared(&version),
-        &[],
-        &req.rich_parameter_values,
-    )
-    .map_err(Error::Validation)?;
+    let declared = parameters::declared(&version);
+    let requested = match req.template_version_preset_id {
+        Some(id) => {
+            let preset = presets::of_build(state, version.id, id).await?;
+            presets::apply(&preset, &declared, &req.rich_parameter_values)?
+        }
+        None => req.rich_parameter_values.clone(),
+    };
+    let values = parameters::resolve(&declared, &[], &requested).map_err(Error::Validation)?;
     let workspace_id = Uuid::new_v4();
     let build_id = Uuid::new_v4();
     let initiator = initiator(subject, owner);
@@ -519,6 +530,7 @@ pub async fn create_workspace(
                 parameters: values,
                 orphan: false,
                 expect_latest: None,
+                preset_id: req.template_version_preset_id,
                 job,
             },
         )

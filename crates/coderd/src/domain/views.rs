@@ -92,6 +92,7 @@ async fn build_view(
         status,
         daily_cost: row.daily_cost,
         matched_provisioners: Some(matched),
+        template_version_preset_id: row.template_version_preset_id,
     })
 }
 

@@ -450,7 +450,7 @@ fn completion_of(
             variables,
             readme,
             timings,
-            ..
+            features,
         } => (
             Completion::Import {
                 result: ImportResult {
@@ -462,6 +462,7 @@ fn completion_of(
                 },
                 start_resources,
                 stop_resources,
+                presets: features.presets,
             },
             timings,
         ),

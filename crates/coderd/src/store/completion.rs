@@ -9,6 +9,7 @@ use codersdk::provisionerd::JobLog;
 
 use super::jobs::{append_logs, notify};
 use super::lifecycle::record_schedule;
+use super::presets::insert_presets;
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
 use super::{Result, Store, timed};
@@ -21,6 +22,7 @@ pub enum Completion {
         result: ImportResult,
         start_resources: Vec<proto::Resource>,
         stop_resources: Vec<proto::Resource>,
+        presets: Vec<proto::Preset>,
     },
     Build {
         state: Vec<u8>,
@@ -155,8 +157,10 @@ impl Store {
                     result,
                     start_resources,
                     stop_resources,
+                    presets,
                 } => {
                     record_import(&mut tx, job, result).await?;
+                    insert_presets(&mut tx, job, presets).await?;
                     insert_resources(&mut tx, job, "start", start_resources).await?;
                     insert_resources(&mut tx, job, "stop", stop_resources).await?;
                 }

@@ -9,6 +9,7 @@ mod jobs;
 mod lifecycle;
 mod organizations;
 mod port_shares;
+mod presets;
 mod resources;
 mod site;
 mod templates;
@@ -35,6 +36,7 @@ pub use jobs::{
 pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use port_shares::PortShareRow;
+pub use presets::PresetRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
