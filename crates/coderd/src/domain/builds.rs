@@ -469,14 +469,29 @@ pub async fn create_workspace(
     )
     .await?;
     let declared = parameters::declared(&version);
-    let requested = match req.template_version_preset_id {
-        Some(id) => {
-            let preset = presets::of_build(state, version.id, id).await?;
-            presets::apply(&preset, &declared, &req.rich_parameter_values)?
-        }
+    let preset = match req.template_version_preset_id {
+        Some(id) => Some(presets::of_build(state, version.id, id).await?),
+        None => None,
+    };
+    let requested = match &preset {
+        Some(preset) => presets::apply(preset, &declared, &req.rich_parameter_values)?,
         None => req.rich_parameter_values.clone(),
     };
     let values = parameters::resolve(&declared, &[], &requested).map_err(Error::Validation)?;
+    // Everything a build would refuse has been checked: a ready prebuild may be taken instead.
+    if let Some(preset) = &preset {
+        let claim = crate::prebuilds::ClaimRequest {
+            owner,
+            name: &req.name,
+            version: version.id,
+            preset: preset.id,
+            preset_name: &preset.name,
+            parameters: &req.rich_parameter_values,
+        };
+        if let Some(claimed) = crate::prebuilds::claim(state, subject, claim).await? {
+            return Ok(claimed);
+        }
+    }
     let workspace_id = Uuid::new_v4();
     let build_id = Uuid::new_v4();
     let initiator = initiator(subject, owner);

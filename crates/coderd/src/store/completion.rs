@@ -9,6 +9,7 @@ use codersdk::provisionerd::JobLog;
 
 use super::jobs::{append_logs, notify};
 use super::lifecycle::record_schedule;
+use super::prebuilds::carry_claimed_agents;
 use super::presets::insert_presets;
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
@@ -178,6 +179,9 @@ impl Store {
                     .fetch_one(&mut *tx)
                     .await?;
                     insert_resources(&mut tx, job, &build.transition, resources).await?;
+                    for agent in carry_claimed_agents(&mut tx, job).await? {
+                        notify(&mut tx, channels::AGENT_UPDATED, agent.to_string()).await?;
+                    }
                     if build.transition != "delete" {
                         record_schedule(&mut tx, job, build.workspace_id, &build.transition, schedule)
                             .await?;

@@ -13,6 +13,7 @@ mod metrics;
 mod migrations;
 mod oidc;
 mod openapi;
+mod prebuilds;
 mod presets;
 mod queue;
 mod rbac;
