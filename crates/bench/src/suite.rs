@@ -167,6 +167,8 @@ pub enum Only {
     /// The workspace-app proxy against the same app server reached directly: added latency,
     /// requests/s, download throughput (issue 13).
     Apps,
+    /// P11c: claiming a prebuilt workspace, from the request to a ready agent (issue 18).
+    Prebuilds,
 }
 
 /// Only one scenario; its rows alone.
@@ -189,9 +191,45 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Only::Uploads => upload_rows(config, &work, &mut report, &progress).await?,
         Only::Relay => relay_rows(config, &work, &mut report, &progress).await?,
         Only::Apps => app_rows(config, &work, &mut report, &progress).await?,
+        Only::Prebuilds => prebuild_rows(config, &work, &mut report, &progress).await?,
     }
     progress.step("done");
     Ok(report)
+}
+
+async fn prebuild_rows(
+    config: &Config,
+    work: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let sizes = &config.sizes;
+    let claims = sizes.runs.max(2);
+    let times = crate::scenarios::prebuilds::run(
+        &config.coder_bin,
+        &work.join("prebuilds"),
+        claims,
+        sizes.timeout,
+        &|what| progress.step(what),
+    )
+    .await
+    .context("measuring prebuild claims")?;
+    let ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1000.0).collect();
+    report.rows.push(
+        Row::new(
+            "P11c",
+            "create with a preset → claimed prebuild's agent ready",
+            "ms",
+            &ms,
+        )
+        .goal("≤ 300 ms p50", Check::max(300.0))
+        .note(format!(
+            "issue 18; {claims} claims, each of a fresh prebuild with a running coder agent; \
+             the claim build (echo) and the agent's re-authentication included"
+        )),
+    );
+    report.counts.insert("prebuild_claims".into(), times.len());
+    Ok(())
 }
 
 async fn upload_rows(

@@ -8,6 +8,7 @@ mod errors;
 mod jobs;
 mod orgs;
 mod output;
+mod presets;
 mod prompt;
 mod reach;
 mod schedule;

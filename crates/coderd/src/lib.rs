@@ -18,6 +18,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod openapi;
 pub mod postgres;
+pub mod prebuilds;
 pub mod provisioners;
 pub mod pubsub;
 pub mod relay;

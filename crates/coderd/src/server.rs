@@ -57,6 +57,8 @@ pub struct ServeOptions {
     /// How often the lifecycle executor looks for due workspaces; `None` leaves it to the
     /// caller (tests drive it with [`lifecycle::Ticks::Driven`](crate::lifecycle::Ticks)).
     pub autobuild_poll_interval: Option<std::time::Duration>,
+    /// How the prebuilds reconciler runs; `None` runs none.
+    pub prebuilds: Option<crate::prebuilds::Options>,
     /// Routes of other front doors, merged with the API's (none by default).
     pub front_doors: Vec<FrontDoor>,
 }
@@ -68,6 +70,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("http", &self.http)
             .field("provisioner_daemons", &self.provisioner_daemons)
             .field("autobuild_poll_interval", &self.autobuild_poll_interval)
+            .field("prebuilds", &self.prebuilds)
             .field("front_doors", &self.front_doors.len())
             .field(
                 "builtin_engines",
@@ -92,6 +95,7 @@ impl ServeOptions {
                 Arc::new(provisionerd::engines::echo::EchoEngine),
             )],
             autobuild_poll_interval: Some(crate::lifecycle::DEFAULT_POLL_INTERVAL),
+            prebuilds: Some(crate::prebuilds::Options::default()),
             front_doors: Vec::new(),
         }
     }
@@ -129,6 +133,9 @@ pub async fn serve_state(
             crate::lifecycle::Ticks::Every(period),
             shutdown.child_token(),
         );
+    }
+    if let Some(prebuilds) = options.prebuilds {
+        crate::prebuilds::spawn(state.clone(), prebuilds, shutdown.child_token());
     }
     let app = http::router(state, options.http, &options.front_doors);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running

@@ -11,6 +11,7 @@ pub mod groups;
 pub mod logs;
 pub mod organizations;
 pub mod portsharing;
+pub mod presets;
 pub mod proto;
 pub mod provisionerd;
 pub mod provisioners;

@@ -264,6 +264,9 @@ pub struct WorkspaceBuild {
     /// The build has `coder_external_agent`s; absent until its job succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_external_agent: Option<bool>,
+    /// The preset the build was created with.
+    #[serde(default)]
+    pub template_version_preset_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -327,6 +330,9 @@ pub struct CreateWorkspaceRequest {
     pub rich_parameter_values: Vec<WorkspaceBuildParameter>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic_updates: Option<String>,
+    /// A preset of the version: its parameter values are applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_version_preset_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -345,6 +351,9 @@ pub struct CreateWorkspaceBuildRequest {
     /// `vscode_connection` or `jetbrains_connection` (empty: `initiator`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// A preset of the build's version: its parameter values are applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_version_preset_id: Option<Uuid>,
 }
 
 /// `PUT /workspaces/{id}/autostart`: `CRON_TZ=<zone> <minute> <hour> * * <days of week>`;

@@ -6,6 +6,7 @@ mod harness;
 mod lifecycle;
 mod metadata;
 mod peer;
+mod prebuilds;
 mod pty;
 mod ssh;
 mod streams;

@@ -21,6 +21,33 @@ pub struct AgentWorkspace {
     pub process: Killed,
 }
 
+/// Runs `coder agent` with `token` against the deployment, with `work/home` as its home.
+pub fn spawn_agent(
+    deploy: &Deployment,
+    coder_bin: &Path,
+    work: &Path,
+    token: &str,
+) -> anyhow::Result<Killed> {
+    // The agent starts in its own home, where a relative `--coder-bin` would not resolve.
+    let coder_bin = std::fs::canonicalize(coder_bin)
+        .with_context(|| format!("locating {}", coder_bin.display()))?;
+    let home = work.join("home");
+    std::fs::create_dir_all(&home)?;
+    Ok(Killed(
+        coder(&coder_bin, &work.join("agent-cli"))
+            .args(["agent", "--log-dir"])
+            .arg(work.join("agent-logs"))
+            .env("CODER_AGENT_URL", deploy.server.url.as_str())
+            .env("CODER_AGENT_TOKEN", token)
+            .env("HOME", &home)
+            .current_dir(&home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?,
+    ))
+}
+
 /// Creates a workspace named after `name` from `template` (an echo template whose one agent
 /// authenticates with `token`), runs its agent with `work/home` as its home, and waits until
 /// the agent is connected and ready.
@@ -53,24 +80,7 @@ pub async fn start(
         .next()
         .with_context(|| format!("the {name} workspace's agent"))?
         .id;
-    // The agent starts in its own home, where a relative `--coder-bin` would not resolve.
-    let coder_bin = std::fs::canonicalize(coder_bin)
-        .with_context(|| format!("locating {}", coder_bin.display()))?;
-    let home = work.join("home");
-    std::fs::create_dir_all(&home)?;
-    let process = Killed(
-        coder(&coder_bin, &work.join("agent-cli"))
-            .args(["agent", "--log-dir"])
-            .arg(work.join("agent-logs"))
-            .env("CODER_AGENT_URL", deploy.server.url.as_str())
-            .env("CODER_AGENT_TOKEN", token)
-            .env("HOME", &home)
-            .current_dir(&home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?,
-    );
+    let process = spawn_agent(deploy, coder_bin, work, token)?;
     let deadline = Instant::now() + timeout;
     loop {
         let a = deploy.owner.workspace_agent(agent).await?;

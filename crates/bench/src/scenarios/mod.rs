@@ -10,6 +10,7 @@ pub mod builds;
 pub mod ceiling;
 pub mod list;
 pub mod pickup;
+pub mod prebuilds;
 pub mod relay;
 pub mod startup;
 pub mod terraform;

@@ -22,6 +22,10 @@ pub struct CreateArgs {
     /// Rich parameter values (repeatable).
     #[arg(long = "parameter", value_name = "NAME=VALUE")]
     pub parameters: Vec<String>,
+    /// The template version preset to use; `none` for none. Without it the version's default
+    /// preset applies.
+    #[arg(long, env = "CODER_PRESET_NAME")]
+    pub preset: Option<String>,
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
@@ -184,6 +188,25 @@ pub async fn create(global: &GlobalArgs, args: CreateArgs) -> anyhow::Result<()>
         .template_version_rich_parameters(template.active_version_id)
         .await?;
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let preset = crate::presets::choose(
+        client
+            .template_version_presets(template.active_version_id)
+            .await?,
+        args.preset.as_deref(),
+        interactive,
+    )?;
+    if let Some(p) = &preset {
+        println!("Preset {:?} applied.", p.name);
+    }
+    // The preset's values are not asked for: coderd applies them.
+    let declared: Vec<TemplateVersionParameter> = declared
+        .into_iter()
+        .filter(|d| {
+            !preset
+                .as_ref()
+                .is_some_and(|p| p.parameters.iter().any(|v| v.name == d.name))
+        })
+        .collect();
     let values = complete_parameters(
         &declared,
         parse_pairs(&args.parameters, "parameter")?,
@@ -196,9 +219,13 @@ pub async fn create(global: &GlobalArgs, args: CreateArgs) -> anyhow::Result<()>
         .create_workspace(
             owner,
             &CreateWorkspaceRequest {
-                template_id: Some(template.id),
+                template_id: preset.is_none().then_some(template.id),
+                // A preset belongs to a version: naming both lets coderd find a prebuild of
+                // exactly that version to claim.
+                template_version_id: preset.as_ref().map(|_| template.active_version_id),
                 name: name.to_string(),
                 rich_parameter_values: values,
+                template_version_preset_id: preset.as_ref().map(|p| p.id),
                 ..Default::default()
             },
         )

@@ -13,6 +13,7 @@ use tokio_yamux::{Session, StreamHandle};
 use tracing::Instrument;
 use uuid::Uuid;
 
+use crate::pubsub::channels;
 use crate::state::AppState;
 use crate::store::{AgentAuth, MetadataWrite};
 
@@ -59,10 +60,17 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
             id: auth.agent.id,
             workspace: auth.workspace_id,
         };
+        // A claimed prebuild's agent is superseded by the claim build's agent holding its
+        // token: the connection ends and the agent re-authenticates as that one.
+        let mut updates = state
+            .pubsub
+            .subscribe(channels::AGENT_UPDATED, Some(auth.agent.id.to_string()));
         loop {
+            let mut updated = false;
             tokio::select! {
                 () = state.shutdown.cancelled() => break,
                 _ = closed.wait_for(|c| *c) => break,
+                Some(_) = updates.recv() => updated = true,
                 next = inbound.recv() => match next {
                     Some((header, stream)) => {
                         let agent = agent.clone();
@@ -70,6 +78,10 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
                     }
                     None => break,
                 },
+            }
+            if updated && superseded(&state, &auth).await {
+                tracing::info!("agent superseded by a newer build's: reconnecting it");
+                break;
             }
         }
         // Ends the session (closing the socket) when coderd is the one leaving.
@@ -84,6 +96,17 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
     }
     .instrument(span)
     .await
+}
+
+/// Whether a newer agent row now holds this agent's token.
+async fn superseded(state: &AppState, auth: &AgentAuth) -> bool {
+    let Some(hash) = &auth.agent.auth_token_hash else {
+        return false;
+    };
+    matches!(
+        state.store.agent_by_token(hash).await,
+        Ok(Some(newest)) if newest.agent.id != auth.agent.id
+    )
 }
 
 impl Agent {

@@ -17,7 +17,7 @@ use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
 use uuid::Uuid;
 
 use super::render::job_status;
-use super::{Error, Result, parameters};
+use super::{Error, Result, parameters, presets};
 use crate::audit::{self, Entry};
 use crate::authz::{self, Action, Object, Resource, Subject};
 use crate::provisioners::tags;
@@ -143,6 +143,8 @@ pub struct BuildRequest {
     /// workspace's row lock): the lifecycle executor decides from what it read, and a build
     /// another replica created since then makes its decision stale.
     pub expect_latest: Option<Uuid>,
+    /// A preset of the build's version whose parameter values the build takes.
+    pub preset: Option<Uuid>,
 }
 
 impl BuildRequest {
@@ -154,6 +156,7 @@ impl BuildRequest {
             orphan: false,
             reason,
             expect_latest: None,
+            preset: None,
         }
     }
 }
@@ -312,12 +315,16 @@ pub async fn create_build(
         Some(prev) => state.store.build_parameters(prev.id).await?,
         None => Vec::new(),
     };
-    let values = parameters::resolve(
-        &parameters::declared(&version),
-        &previous_values,
-        &req.parameters,
-    )
-    .map_err(Error::Validation)?;
+    let declared = parameters::declared(&version);
+    let requested = match req.preset {
+        Some(id) => {
+            let preset = presets::of_build(state, version.id, id).await?;
+            presets::apply(&preset, &declared, &req.parameters)?
+        }
+        None => req.parameters.clone(),
+    };
+    let values =
+        parameters::resolve(&declared, &previous_values, &requested).map_err(Error::Validation)?;
     let build_id = Uuid::new_v4();
     let initiator = initiator(subject, workspace.owner_id);
     let job = build_job(
@@ -336,6 +343,7 @@ pub async fn create_build(
         parameters: values,
         orphan: req.orphan,
         expect_latest: req.expect_latest,
+        preset_id: req.preset,
         job,
     };
     let log = build_audit(subject, &build, &workspace.name, workspace.organization_id);
@@ -486,12 +494,30 @@ pub async fn create_workspace(
         None,
     )
     .await?;
-    let values = parameters::resolve(
-        &parameters::declared(&version),
-        &[],
-        &req.rich_parameter_values,
-    )
-    .map_err(Error::Validation)?;
+    let declared = parameters::declared(&version);
+    let preset = match req.template_version_preset_id {
+        Some(id) => Some(presets::of_build(state, version.id, id).await?),
+        None => None,
+    };
+    let requested = match &preset {
+        Some(preset) => presets::apply(preset, &declared, &req.rich_parameter_values)?,
+        None => req.rich_parameter_values.clone(),
+    };
+    let values = parameters::resolve(&declared, &[], &requested).map_err(Error::Validation)?;
+    // Everything a build would refuse has been checked: a ready prebuild may be taken instead.
+    if let Some(preset) = &preset {
+        let claim = crate::prebuilds::ClaimRequest {
+            owner,
+            name: &req.name,
+            version: version.id,
+            preset: preset.id,
+            preset_name: &preset.name,
+            parameters: &req.rich_parameter_values,
+        };
+        if let Some(claimed) = crate::prebuilds::claim(state, subject, claim).await? {
+            return Ok(claimed);
+        }
+    }
     let workspace_id = Uuid::new_v4();
     let build_id = Uuid::new_v4();
     let initiator = initiator(subject, owner);
@@ -542,6 +568,7 @@ pub async fn create_workspace(
         parameters: values,
         orphan: false,
         expect_latest: None,
+        preset_id: req.template_version_preset_id,
         job,
     };
     let org = template.organization_id;

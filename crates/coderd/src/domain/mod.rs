@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod keys;
 pub mod logs;
 pub mod parameters;
+pub mod presets;
 pub mod render;
 pub mod resolve;
 pub mod schedules;

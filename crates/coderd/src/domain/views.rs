@@ -100,6 +100,7 @@ async fn build_view(
         has_ai_task: facts.has_ai_task,
         ai_task_sidebar_app_id: facts.ai_task_sidebar_app_id,
         has_external_agent: facts.has_external_agent,
+        template_version_preset_id: row.template_version_preset_id,
     })
 }
 

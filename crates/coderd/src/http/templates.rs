@@ -71,6 +71,7 @@ pub fn routes() -> Router<AppState> {
             get(version_parameters),
         )
         .route("/templateversions/{id}/variables", get(version_variables))
+        .route("/templateversions/{id}/presets", get(version_presets))
 }
 
 /// A template the caller may see, or 404.
@@ -298,6 +299,19 @@ pub(super) async fn version_parameters(
             .into_iter()
             .map(parameter)
             .collect(),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v2/templateversions/{id}/presets", tag = "Templates",
+    params(("id" = Uuid, Path)), responses((status = 200, body = [codersdk::presets::Preset])))]
+pub(super) async fn version_presets(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Vec<codersdk::presets::Preset>>> {
+    let row = resolve_version(&state, &auth, id).await?;
+    Ok(Json(
+        crate::domain::presets::of_version(&state, &row).await?,
     ))
 }
 

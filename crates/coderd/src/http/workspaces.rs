@@ -272,6 +272,7 @@ pub(super) async fn create_build(
         orphan: req.orphan,
         reason,
         expect_latest: None,
+        preset: req.template_version_preset_id,
     };
     let row = builds::create_build(&state, &auth.subject, &workspace, request).await?;
     Ok((StatusCode::CREATED, Json(views::build(&state, row).await?)))

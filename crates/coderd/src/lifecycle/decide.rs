@@ -223,6 +223,7 @@ mod tests {
                     owner_avatar_url: String::new(),
                     template_version_name: "v1".into(),
                     initiator_username: "u".into(),
+                    template_version_preset_id: None,
                 },
                 job: JobRow {
                     id: Uuid::new_v4(),

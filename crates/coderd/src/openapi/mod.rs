@@ -58,6 +58,7 @@ use crate::http::{
         templates::version_resources,
         templates::version_parameters,
         templates::version_variables,
+        templates::version_presets,
         templates::create_template,
         templates::list_org_templates,
         templates::list_all_templates,

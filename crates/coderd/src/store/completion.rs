@@ -9,6 +9,8 @@ use codersdk::provisionerd::JobLog;
 
 use super::jobs::{append_logs, notify};
 use super::lifecycle::record_schedule;
+use super::prebuilds::carry_claimed_agents;
+use super::presets::insert_presets;
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
 use super::version_facts::{record_build_facts, record_version_facts};
@@ -162,6 +164,7 @@ impl Store {
                 } => {
                     record_import(&mut tx, job, result).await?;
                     record_version_facts(&mut tx, job, features).await?;
+                    insert_presets(&mut tx, job, &features.presets).await?;
                     insert_resources(&mut tx, job, "start", start_resources).await?;
                     insert_resources(&mut tx, job, "stop", stop_resources).await?;
                 }
@@ -181,6 +184,9 @@ impl Store {
                     .await?;
                     insert_resources(&mut tx, job, &build.transition, resources).await?;
                     record_build_facts(&mut tx, job, resources, features).await?;
+                    for agent in carry_claimed_agents(&mut tx, job).await? {
+                        notify(&mut tx, channels::AGENT_UPDATED, agent.to_string()).await?;
+                    }
                     if build.transition != "delete" {
                         record_schedule(&mut tx, job, build.workspace_id, &build.transition, schedule)
                             .await?;

@@ -40,7 +40,8 @@ impl Store {
                        FROM workspace_builds b JOIN provisioner_jobs j ON j.id = b.job_id
                        WHERE b.workspace_id = w.id ORDER BY b.build_number DESC LIMIT 1
                    ) lb ON true
-                   WHERE NOT w.deleted AND lb.completed_at IS NOT NULL AND (
+                   -- Prebuilds are the prebuilds reconciler's until claimed.
+                   WHERE NOT w.deleted AND w.owner_id <> $2 AND lb.completed_at IS NOT NULL AND (
                        (lb.transition = 'stop' AND lb.error IS NULL AND lb.canceled_at IS NULL
                         AND w.dormant_at IS NULL AND w.next_start_at <= $1)
                     OR (lb.transition = 'start' AND lb.error IS NULL AND lb.canceled_at IS NULL
@@ -55,7 +56,8 @@ impl Store {
                              OR lb.completed_at + interval '1 day' <= $1))
                    )
                    ORDER BY w.id"#,
-                now
+                now,
+                super::PREBUILDS_USER_ID
             )
             .fetch_all(&self.pool)
             .await?)

@@ -11,6 +11,8 @@ mod jobs;
 mod lifecycle;
 mod organizations;
 mod port_shares;
+mod prebuilds;
+mod presets;
 mod resources;
 mod site;
 mod templates;
@@ -41,6 +43,8 @@ pub use jobs::{
 pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use port_shares::PortShareRow;
+pub use prebuilds::{PREBUILDS_USER_ID, PrebuildRow, PresetFailures, ReconcileLock, WantedPreset};
+pub use presets::PresetRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,

@@ -66,6 +66,8 @@ pub struct BuildRow {
     pub owner_avatar_url: String,
     pub template_version_name: String,
     pub initiator_username: String,
+    /// The preset the build was created with (Coder's `template_version_preset_id`).
+    pub template_version_preset_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +97,7 @@ pub struct NewBuild {
     pub orphan: bool,
     /// Refuse (as if a build were active) unless this is still the latest build.
     pub expect_latest: Option<Uuid>,
+    pub preset_id: Option<Uuid>,
     pub job: NewJob,
 }
 
@@ -388,7 +391,7 @@ impl Store {
                           b.created_at, b.updated_at, w.name AS workspace_name,
                           w.owner_id AS workspace_owner_id, u.username AS owner_username,
                           u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                          i.username AS initiator_username
+                          i.username AS initiator_username, b.template_version_preset_id
                    FROM workspace_builds b
                    JOIN workspaces w ON w.id = b.workspace_id
                    JOIN users u ON u.id = w.owner_id
@@ -419,7 +422,7 @@ impl Store {
                           b.created_at, b.updated_at, w.name AS workspace_name,
                           w.owner_id AS workspace_owner_id, u.username AS owner_username,
                           u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                          i.username AS initiator_username
+                          i.username AS initiator_username, b.template_version_preset_id
                    FROM workspace_builds b
                    JOIN workspaces w ON w.id = b.workspace_id
                    JOIN users u ON u.id = w.owner_id
@@ -493,8 +496,9 @@ async fn insert_build(
     let job = insert_job(tx, &build.job, now).await?;
     sqlx::query!(
         r#"INSERT INTO workspace_builds (id, workspace_id, template_version_id, build_number,
-               transition, initiator_id, provisioner_state, job_id, reason, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)"#,
+               transition, initiator_id, provisioner_state, job_id, reason, created_at, updated_at,
+               template_version_preset_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)"#,
         build.id,
         build.workspace_id,
         build.template_version_id,
@@ -504,7 +508,8 @@ async fn insert_build(
         state,
         job.id,
         build.reason,
-        now
+        now,
+        build.preset_id
     )
     .execute(&mut *tx)
     .await?;
@@ -572,7 +577,7 @@ async fn build_by(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<BuildRow> {
                   b.created_at, b.updated_at, w.name AS workspace_name,
                   w.owner_id AS workspace_owner_id, u.username AS owner_username,
                   u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                  i.username AS initiator_username
+                  i.username AS initiator_username, b.template_version_preset_id
            FROM workspace_builds b
            JOIN workspaces w ON w.id = b.workspace_id
            JOIN users u ON u.id = w.owner_id

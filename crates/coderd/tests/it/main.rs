@@ -17,6 +17,8 @@ mod metrics;
 mod migrations;
 mod oidc;
 mod openapi;
+mod prebuilds;
+mod presets;
 mod queue;
 mod rbac;
 mod relay;

@@ -33,7 +33,8 @@ enum Setup {
 struct Row {
     method: Method,
     /// `{victim}` becomes the victim's username; see [`Setup`] for the others, and `{template}`
-    /// is the shared template's id.
+    /// is the shared template's id
+    /// (`{version}` its active version's).
     path: &'static str,
     body: Option<Value>,
     expect: [u16; 6],
@@ -210,6 +211,12 @@ fn rows() -> Vec<Row> {
         row(
             M::GET,
             "/api/v2/templates/{template}/versions",
+            None,
+            [200; 6],
+        ),
+        row(
+            M::GET,
+            "/api/v2/templateversions/{version}/presets",
             None,
             [200; 6],
         ),
@@ -506,6 +513,7 @@ async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
             let mut vars: Vars = vec![
                 ("{victim}", victim.clone()),
                 ("{template}", template.id.to_string()),
+                ("{version}", template.active_version_id.to_string()),
             ];
             match row.setup {
                 Setup::Victim => {}

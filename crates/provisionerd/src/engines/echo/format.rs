@@ -1,7 +1,7 @@
 //! The echo template format: `echo.json` at the root of a template archive says what each stage
 //! of a job does and returns. Documented with examples in the crate README.
 
-use codersdk::proto::{ExternalAuthProviderResource, Resource, RichParameter};
+use codersdk::proto::{ExternalAuthProviderResource, Preset, Resource, RichParameter};
 use codersdk::provisionerd::{LogLevel, TemplateVariable, Transition};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -55,6 +55,9 @@ pub struct ImportStage {
     pub variables: Vec<TemplateVariable>,
     pub rich_parameters: Vec<RichParameter>,
     pub external_auth_providers: Vec<ExternalAuthProviderResource>,
+    /// Returned as the template's presets (as terraform's `coder_workspace_preset`s would be).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub presets: Vec<Preset>,
     /// Defaults to the `start` stage's resources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_resources: Option<Vec<Resource>>,

@@ -215,7 +215,10 @@ async fn import(
         variables: stage.variables,
         readme,
         timings: vec![timing(NAME, started)],
-        features: TemplateFeatures::default(),
+        features: TemplateFeatures {
+            presets: stage.presets,
+            ..TemplateFeatures::default()
+        },
     })
 }
 

@@ -1,0 +1,3 @@
+ALTER TABLE workspace_builds DROP COLUMN template_version_preset_id;
+DROP TABLE template_version_preset_parameters;
+DROP TABLE template_version_presets;
