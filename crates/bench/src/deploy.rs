@@ -18,7 +18,7 @@ use crate::completions::Completions;
 use crate::procs::{Cluster, Daemons, Server};
 
 const EMAIL: &str = "bench@example.com";
-const PASSWORD: &str = "bench-password-1234";
+const PASSWORD: &str = "s3cret-Passphrase-42";
 
 /// A workspace build template the way a small real one looks to coderd: a resource with an
 /// agent and an app on start, the resource alone on stop, a log line each.

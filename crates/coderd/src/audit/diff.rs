@@ -7,8 +7,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::store::{
-    ApiKeyRow, KeyRow, MemberRow, NewApiKey, NewBuild, NewTemplate, NewTemplateVersion, NewUser,
-    NewWorkspace, OrganizationRow, TemplateChanges, TemplateRow, UserRow, WorkspaceRow,
+    ApiKeyRow, GroupRow, KeyRow, MemberRow, NewApiKey, NewBuild, NewGroup, NewTemplate,
+    NewTemplateVersion, NewUser, NewWorkspace, OrganizationRow, TemplateChanges, TemplateRow,
+    UserRow, WorkspaceRow,
 };
 
 /// One recorded field of a resource.
@@ -152,6 +153,37 @@ impl Auditable for ApiKeyRow {
     }
 }
 
+fn group_fields(
+    id: uuid::Uuid,
+    org: uuid::Uuid,
+    text: [&str; 3],
+    quota_allowance: i32,
+) -> Vec<(&'static str, Field)> {
+    let [name, display_name, avatar_url] = text;
+    vec![
+        ("id", plain(id)),
+        ("organization_id", plain(org)),
+        ("name", plain(name)),
+        ("display_name", plain(display_name)),
+        ("avatar_url", plain(avatar_url)),
+        ("quota_allowance", plain(quota_allowance)),
+    ]
+}
+
+impl Auditable for NewGroup {
+    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
+        let text = [self.name.as_str(), &self.display_name, &self.avatar_url];
+        group_fields(self.id, self.organization_id, text, self.quota_allowance)
+    }
+}
+
+impl Auditable for GroupRow {
+    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
+        let text = [self.name.as_str(), &self.display_name, &self.avatar_url];
+        group_fields(self.id, self.organization_id, text, self.quota_allowance)
+    }
+}
+
 impl Auditable for TemplateRow {
     fn audit_fields(&self) -> Vec<(&'static str, Field)> {
         vec![
@@ -171,6 +203,7 @@ impl Auditable for TemplateRow {
             ),
             ("require_active_version", plain(self.require_active_version)),
             ("max_port_share_level", plain(&self.max_port_share_level)),
+            ("cors_behavior", plain(&self.cors_behavior)),
             ("default_ttl_ms", plain(self.default_ttl_ms)),
             ("activity_bump_ms", plain(self.activity_bump_ms)),
             ("allow_user_autostart", plain(self.allow_user_autostart)),
@@ -351,6 +384,7 @@ pub fn template_after(before: &TemplateRow, c: &TemplateChanges) -> TemplateRow 
     pick(&c.icon, &mut after.icon);
     pick(&c.deprecated, &mut after.deprecated);
     pick(&c.max_port_share_level, &mut after.max_port_share_level);
+    pick(&c.cors_behavior, &mut after.cors_behavior);
     if let Some(v) = c.allow_user_cancel_workspace_jobs {
         after.allow_user_cancel_workspace_jobs = v;
     }

@@ -17,6 +17,9 @@ use codersdk::groups::{
 use codersdk::users::{LoginType, SlimRole, User, UserStatus};
 use uuid::Uuid;
 
+use codersdk::audit::{AuditAction, ResourceType};
+
+use crate::audit;
 use crate::authz::{self, AclRole, Action, Object, Resource, Subject};
 use crate::domain::{Error, Result, resolve};
 use crate::state::AppState;
@@ -212,16 +215,20 @@ pub async fn create(
         Some(&req.avatar_url),
         Some(req.quota_allowance),
     )?;
+    let group = NewGroup {
+        id: Uuid::new_v4(),
+        organization_id: org.id,
+        name: req.name.clone(),
+        display_name: req.display_name.clone(),
+        avatar_url: req.avatar_url.clone(),
+        quota_allowance: req.quota_allowance,
+    };
+    let log = group_entry(subject, group.id, &group.name, org.id, AuditAction::Create)
+        .diff(None, Some(&group))
+        .build();
     let row = state
         .store
-        .create_group(&NewGroup {
-            id: Uuid::new_v4(),
-            organization_id: org.id,
-            name: req.name.clone(),
-            display_name: req.display_name.clone(),
-            avatar_url: req.avatar_url.clone(),
-            quota_allowance: req.quota_allowance,
-        })
+        .create_group(&group, Some(&log))
         .await
         .map_err(name_taken)?;
     render_one(state, row).await
@@ -311,9 +318,33 @@ pub async fn patch(
         add_users,
         remove_users,
     };
+    let after = GroupRow {
+        name: changes.name.clone().unwrap_or_else(|| row.name.clone()),
+        display_name: changes
+            .display_name
+            .clone()
+            .unwrap_or_else(|| row.display_name.clone()),
+        avatar_url: changes
+            .avatar_url
+            .clone()
+            .unwrap_or_else(|| row.avatar_url.clone()),
+        quota_allowance: changes.quota_allowance.unwrap_or(row.quota_allowance),
+        ..row.clone()
+    };
+    let log = group_entry(
+        subject,
+        row.id,
+        &after.name,
+        row.organization_id,
+        AuditAction::Write,
+    )
+    .diff(Some(&row), Some(&after))
+    .field("add_users", serde_json::json!(changes.add_users))
+    .field("remove_users", serde_json::json!(changes.remove_users))
+    .build();
     let row = state
         .store
-        .update_group(row.id, &changes)
+        .update_group(row.id, &changes, Some(&log))
         .await
         .map_err(name_taken)?;
     render_one(state, row).await
@@ -324,8 +355,37 @@ pub async fn delete(state: &AppState, subject: &Subject, id: Uuid) -> Result<()>
     if is_everyone(&row) {
         return Err(Error::bad_request("Cannot delete the \"Everyone\" group."));
     }
-    state.store.delete_group(row.id).await?;
+    let log = group_entry(
+        subject,
+        row.id,
+        &row.name,
+        row.organization_id,
+        AuditAction::Delete,
+    )
+    .diff(Some(&row), None)
+    .build();
+    state.store.delete_group(row.id, Some(&log)).await?;
     Ok(())
+}
+
+/// An audit entry about a group.
+fn group_entry(
+    subject: &Subject,
+    id: Uuid,
+    name: &str,
+    org: Uuid,
+    action: AuditAction,
+) -> audit::Entry {
+    audit::Entry::new(audit::actor(subject), ResourceType::Group, id, name, action).org(org)
+}
+
+/// An access list's changes as the audit log shows them: `{id: role or null}`.
+fn acl_field(changes: &[AclChange]) -> serde_json::Value {
+    changes
+        .iter()
+        .map(|(id, role)| (id.to_string(), serde_json::json!(role.map(|r| r.as_str()))))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// A template whose access list the subject may manage.
@@ -488,9 +548,20 @@ pub async fn update_template_acl(
         }
         (Err(e), _) | (_, Err(e)) => return Err(e),
     };
+    let log = audit::Entry::new(
+        audit::actor(subject),
+        ResourceType::Template,
+        row.id,
+        &row.name,
+        AuditAction::Write,
+    )
+    .org(row.organization_id)
+    .field("user_perms", acl_field(&users))
+    .field("group_perms", acl_field(&group_changes))
+    .build();
     state
         .store
-        .update_template_acl(row.id, &users, &group_changes)
+        .update_template_acl(row.id, &users, &group_changes, Some(&log))
         .await?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Result, Store, timed};
+use super::{NewAuditLog, Result, Store, audit, timed};
 use crate::authz::{Acl, AclRole};
 
 /// A group with its organization's names.
@@ -157,8 +157,9 @@ impl Store {
         .await
     }
 
-    pub async fn create_group(&self, g: &NewGroup) -> Result<GroupRow> {
+    pub async fn create_group(&self, g: &NewGroup, log: Option<&NewAuditLog>) -> Result<GroupRow> {
         timed("create_group", async {
+            let mut tx = self.pool.begin().await?;
             sqlx::query!(
                 r#"INSERT INTO groups (id, organization_id, name, display_name, avatar_url,
                                        quota_allowance, source)
@@ -170,8 +171,10 @@ impl Store {
                 g.avatar_url,
                 g.quota_allowance
             )
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await?;
@@ -180,7 +183,12 @@ impl Store {
 
     /// Changes a group and its members atomically. Users who are not members of the group's
     /// organization are not added.
-    pub async fn update_group(&self, id: Uuid, c: &GroupChanges) -> Result<GroupRow> {
+    pub async fn update_group(
+        &self,
+        id: Uuid,
+        c: &GroupChanges,
+        log: Option<&NewAuditLog>,
+    ) -> Result<GroupRow> {
         timed("update_group", async {
             let mut tx = self.pool.begin().await?;
             let updated = sqlx::query!(
@@ -218,6 +226,7 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -225,14 +234,17 @@ impl Store {
         self.group_by(Some(id), None).await
     }
 
-    pub async fn delete_group(&self, id: Uuid) -> Result<()> {
+    pub async fn delete_group(&self, id: Uuid, log: Option<&NewAuditLog>) -> Result<()> {
         timed("delete_group", async {
+            let mut tx = self.pool.begin().await?;
             let deleted = sqlx::query!("DELETE FROM groups WHERE id = $1", id)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?;
             if deleted.rows_affected() == 0 {
                 return Err(super::Error::NotFound);
             }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await
@@ -273,6 +285,7 @@ impl Store {
         template: Uuid,
         users: &[AclChange],
         groups: &[AclChange],
+        log: Option<&NewAuditLog>,
     ) -> Result<()> {
         timed("update_template_acl", async {
             let mut tx = self.pool.begin().await?;
@@ -326,6 +339,7 @@ impl Store {
                     }
                 };
             }
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(())
         })

@@ -17,7 +17,7 @@ use provisionerd::engines::echo::EchoTemplate;
 use testutil::{PASSWORD, TestApp, wait_build};
 
 const WRONG_PASSWORD: &str = "not-the-Password-42!";
-const ALICE_PASSWORD: &str = "alice-Secret-Passw0rd!";
+const ALICE_PASSWORD: &str = "wonderland-Secret-Passw0rd!";
 
 fn status(e: &ClientError) -> u16 {
     e.status().unwrap_or_default()

@@ -357,3 +357,54 @@ async fn a_template_restricted_to_a_group_is_invisible_to_others() -> anyhow::Re
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn group_changes_are_audited_with_their_diff() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let (_, alice) = app.user(&owner, "alice", &[]).await?;
+    let qa = owner.create_group("coder", &create("qa")).await?;
+    owner
+        .patch_group(
+            qa.id,
+            &PatchGroupRequest {
+                display_name: Some("Quality".into()),
+                add_users: vec![alice.id.to_string()],
+                ..Default::default()
+            },
+        )
+        .await?;
+    // A refused change writes nothing.
+    refusal(owner.create_group("coder", &create("qa")).await);
+    owner.delete_group(qa.id).await?;
+
+    let log = owner.audit_logs("resource_type:group", 25, 0).await?;
+    let seen: Vec<(String, String)> = log
+        .audit_logs
+        .iter()
+        .map(|e| {
+            let action = serde_json::to_value(e.action)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            (action, e.resource_target.clone())
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("delete".to_string(), "qa".to_string()),
+            ("write".into(), "qa".into()),
+            ("create".into(), "qa".into()),
+        ]
+    );
+    let write = &log.audit_logs[1];
+    assert_eq!(write.diff["display_name"].new, "Quality");
+    assert_eq!(
+        write.additional_fields["add_users"],
+        serde_json::json!([alice.id])
+    );
+    assert!(write.user.as_ref().is_some_and(|u| u.username == "owner"));
+    assert_eq!(log.audit_logs[2].diff["name"].new, "qa");
+    Ok(())
+}
