@@ -111,6 +111,12 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
     )
     .await?;
     let prebuilt = d.owner.workspaces("owner:prebuilds").await?.workspaces;
+    let pid_file = |id: uuid::Uuid| workspaces.join(id.to_string()).join(".coder-workspace.pid");
+    // Read before the claim: `coder create` returns once the claim build is done.
+    let pids = prebuilt
+        .iter()
+        .map(|p| Ok((p.id, pid_in(&pid_file(p.id))?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     d.ok(&[
         "users",
@@ -148,10 +154,11 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
         .find(|p| p.id == ws.id)
         .with_context(|| format!("{} is not one of the prebuilt workspaces", ws.id))?;
     let before = agent_of(claimed).context("the prebuild's agent")?.id;
-    let pid_file = workspaces
-        .join(ws.id.to_string())
-        .join(".coder-workspace.pid");
-    let pid = pid_in(&pid_file)?;
+    let pid = pids
+        .iter()
+        .find(|(id, _)| *id == ws.id)
+        .map(|(_, pid)| *pid)
+        .context("the claimed prebuild's process")?;
 
     eventually(
         Duration::from_secs(60),
@@ -169,7 +176,7 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
     let after = agent_of(&ws).context("the claim build's agent")?.id;
     assert_ne!(after, before, "the claim build has its own agent row");
     assert_eq!(
-        pid_in(&pid_file)?,
+        pid_in(&pid_file(ws.id))?,
         pid,
         "the claim build did not replace the workspace's process"
     );
