@@ -81,6 +81,26 @@ pub struct ServerConfig {
     )]
     pub autobuild_poll_interval: Duration,
 
+    /// How often the prebuilds reconciler compares each preset's prebuilt workspaces with the
+    /// count it wants.
+    #[arg(
+        long,
+        env = "CODER_WORKSPACE_PREBUILDS_RECONCILIATION_INTERVAL",
+        default_value = "15s",
+        value_parser = poll_interval
+    )]
+    pub workspace_prebuilds_reconciliation_interval: Duration,
+
+    /// The wait before a preset whose prebuild failed is tried again; it doubles with each
+    /// further failure.
+    #[arg(
+        long,
+        env = "CODER_WORKSPACE_PREBUILDS_RECONCILIATION_BACKOFF_INTERVAL",
+        default_value = "15s",
+        value_parser = poll_interval
+    )]
+    pub workspace_prebuilds_reconciliation_backoff_interval: Duration,
+
     /// When workspaces are restarted for their template's autostop requirement, as a daily
     /// schedule ("CRON_TZ=<zone> <minute> <hour> * * *").
     #[arg(
@@ -331,6 +351,14 @@ impl std::fmt::Debug for ServerConfig {
                 &format!("<{} redacted>", self.external_token_encryption_keys.len()),
             )
             .field("autobuild_poll_interval", &self.autobuild_poll_interval)
+            .field(
+                "workspace_prebuilds_reconciliation_interval",
+                &self.workspace_prebuilds_reconciliation_interval,
+            )
+            .field(
+                "workspace_prebuilds_reconciliation_backoff_interval",
+                &self.workspace_prebuilds_reconciliation_backoff_interval,
+            )
             .field("quiet_hours", &self.quiet_hours)
             .field("disable_path_apps", &self.disable_path_apps)
             .field("wildcard_access_url", &self.wildcard_access_url)
@@ -517,6 +545,40 @@ mod tests {
             Duration::from_secs(365 * 86400)
         );
         assert!(Cli::try_parse_from(["coder", "--audit-logs-retention", "soon"]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn prebuilds_reconcile_every_15s_unless_told() -> Result<(), clap::Error> {
+        let default = Cli::try_parse_from(["coder"])?;
+        let defaults = crate::prebuilds::Options::default();
+        assert_eq!(
+            default.config.workspace_prebuilds_reconciliation_interval,
+            defaults.interval
+        );
+        assert_eq!(
+            default
+                .config
+                .workspace_prebuilds_reconciliation_backoff_interval,
+            defaults.backoff
+        );
+        let fast = Cli::try_parse_from([
+            "coder",
+            "--workspace-prebuilds-reconciliation-interval",
+            "500ms",
+        ])?;
+        assert_eq!(
+            fast.config.workspace_prebuilds_reconciliation_interval,
+            Duration::from_millis(500)
+        );
+        assert!(
+            Cli::try_parse_from([
+                "coder",
+                "--workspace-prebuilds-reconciliation-interval",
+                "0s"
+            ])
+            .is_err()
+        );
         Ok(())
     }
 }

@@ -242,6 +242,10 @@ pub async fn run_with(
         let mut options = ServeOptions::new(deployment);
         options.provisioner_daemons = config.provisioner_daemons;
         options.autobuild_poll_interval = Some(config.autobuild_poll_interval);
+        options.prebuilds = Some(crate::prebuilds::Options {
+            interval: config.workspace_prebuilds_reconciliation_interval,
+            backoff: config.workspace_prebuilds_reconciliation_backoff_interval,
+        });
         options.front_doors = front_doors;
         if config.provisioner_daemons > 0 {
             options.builtin_engines.push((

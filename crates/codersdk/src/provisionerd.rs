@@ -199,6 +199,23 @@ pub struct Metadata {
     pub template_name: String,
     pub template_version: String,
     pub workspace_owner_groups: Vec<String>,
+    /// Whether the build makes a prebuilt workspace or claims one. Absent from the messages of
+    /// daemons and coderds that predate it, hence the default.
+    pub prebuilt_workspace_build_stage: PrebuiltWorkspaceBuildStage,
+}
+
+/// Coder's `PrebuiltWorkspaceBuildStage`: what a build means for prebuilt workspaces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrebuiltWorkspaceBuildStage {
+    /// An ordinary build.
+    #[default]
+    None,
+    /// A build of a prebuilt workspace, before anyone claims it.
+    Create,
+    /// The build that hands a prebuilt workspace to the user who claimed it: its agents keep
+    /// their tokens, so the running agents carry on.
+    Claim,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

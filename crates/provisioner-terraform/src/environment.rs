@@ -7,8 +7,12 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use codersdk::provisionerd::{BuildSecret, Metadata, RichParameterValue, Transition};
+use codersdk::provisionerd::{
+    BuildSecret, Metadata, PrebuiltWorkspaceBuildStage, RichParameterValue, Transition,
+};
 use sha2::{Digest, Sha256};
+
+use crate::running_agents::RunningAgentTokens;
 
 /// Variables the executor sets itself, so inherited values are dropped.
 const OWN_TERRAFORM_VARIABLES: [&str; 4] = [
@@ -100,6 +104,8 @@ pub(crate) struct JobEnv<'a> {
     pub parameters: &'a [RichParameterValue],
     /// The owner's secrets the template declares (builds only).
     pub secrets: &'a [BuildSecret],
+    /// The running agents' tokens a claim passes on (empty for any other job).
+    pub running_agents: &'a RunningAgentTokens,
 }
 
 impl JobEnv<'_> {
@@ -136,6 +142,16 @@ impl JobEnv<'_> {
                 .map(|p| (parameter_variable(&p.name), p.value.clone())),
         );
         vars.extend(crate::agent_scripts::environment());
+        match m.prebuilt_workspace_build_stage {
+            PrebuiltWorkspaceBuildStage::None => {}
+            PrebuiltWorkspaceBuildStage::Create => {
+                vars.push(("CODER_WORKSPACE_IS_PREBUILD".into(), "true".into()));
+            }
+            PrebuiltWorkspaceBuildStage::Claim => {
+                vars.push(("CODER_WORKSPACE_IS_PREBUILD_CLAIM".into(), "true".into()));
+                vars.extend(self.running_agents.variables());
+            }
+        }
         // Last, so nothing inherited or set above can stand in for a secret.
         for secret in self.secrets {
             if !secret.env_name.is_empty() {
@@ -233,6 +249,7 @@ mod tests {
             transition: Transition::Stop,
             parameters: &parameters,
             secrets: &secrets,
+            running_agents: &RunningAgentTokens::default(),
         });
         assert_eq!(
             lookup(&env, "CODER_SECRET_ENV_GITHUB_TOKEN"),
@@ -289,5 +306,55 @@ mod tests {
         assert_eq!(lookup(&env, &parameter_variable("region")), Some("eu"));
         assert!(lookup(&env, "CODER_AGENT_SCRIPT_linux_amd64").is_some());
         assert!(lookup(&env, "CODER_AGENT_SCRIPT_windows_amd64").is_some());
+        assert_eq!(lookup(&env, "CODER_WORKSPACE_IS_PREBUILD"), None);
+        assert_eq!(lookup(&env, "CODER_WORKSPACE_IS_PREBUILD_CLAIM"), None);
+    }
+
+    fn prebuild_env(
+        stage: PrebuiltWorkspaceBuildStage,
+        running: &RunningAgentTokens,
+    ) -> Vec<(OsString, OsString)> {
+        let daemon = DaemonEnv::new(&[], Path::new("/c"), Path::new("/p"));
+        let metadata = Metadata {
+            prebuilt_workspace_build_stage: stage,
+            ..Metadata::default()
+        };
+        daemon.for_job(&JobEnv {
+            metadata: &metadata,
+            transition: Transition::Start,
+            parameters: &[],
+            secrets: &[],
+            running_agents: running,
+        })
+    }
+
+    #[test]
+    fn a_prebuild_says_so_and_a_claim_keeps_the_running_token() {
+        let state = serde_json::json!({"resources": [{
+            "mode": "managed", "type": "coder_agent", "name": "main",
+            "instances": [{"attributes": {"id": "a", "token": "running-token"}}],
+        }]});
+        let running =
+            RunningAgentTokens::from_state(&serde_json::to_vec(&state).unwrap_or_default());
+        // What the provider reads: sha256("") in hex.
+        let token_var = "CODER_RUNNING_WORKSPACE_AGENT_TOKEN_\
+                         e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+        let create = prebuild_env(PrebuiltWorkspaceBuildStage::Create, &running);
+        assert_eq!(lookup(&create, "CODER_WORKSPACE_IS_PREBUILD"), Some("true"));
+        assert_eq!(lookup(&create, "CODER_WORKSPACE_IS_PREBUILD_CLAIM"), None);
+        assert_eq!(lookup(&create, token_var), None);
+
+        let claim = prebuild_env(PrebuiltWorkspaceBuildStage::Claim, &running);
+        assert_eq!(lookup(&claim, "CODER_WORKSPACE_IS_PREBUILD"), None);
+        assert_eq!(
+            lookup(&claim, "CODER_WORKSPACE_IS_PREBUILD_CLAIM"),
+            Some("true")
+        );
+        assert_eq!(lookup(&claim, token_var), Some("running-token"));
+
+        let ordinary = prebuild_env(PrebuiltWorkspaceBuildStage::None, &running);
+        assert_eq!(lookup(&ordinary, token_var), None);
+        assert_eq!(lookup(&ordinary, "CODER_WORKSPACE_IS_PREBUILD_CLAIM"), None);
     }
 }

@@ -17,7 +17,8 @@ use std::path::Path;
 use codersdk::proto::TemplateFeatures;
 use codersdk::provisionerd::{
     AcquiredJob, BuildSecret, JobFailure, JobKind, JobResult, LogLevel, Metadata,
-    RichParameterValue, TemplateVariable, Timing, Transition, VariableValue,
+    PrebuiltWorkspaceBuildStage, RichParameterValue, TemplateVariable, Timing, Transition,
+    VariableValue,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +28,7 @@ use crate::environment::JobEnv;
 use crate::error::Error;
 use crate::executor::{JobLogs, Terraform};
 use crate::lockfile::{self, Outcome};
+use crate::running_agents::RunningAgentTokens;
 use crate::variables;
 
 const PLAN_FILE: &str = "terraform.tfplan";
@@ -190,7 +192,8 @@ impl Session<'_> {
             .unwrap_or_default();
         self.prepare().await?;
 
-        let start_env = self.env(metadata, Transition::Start, &[], &[]);
+        let none = RunningAgentTokens::default();
+        let start_env = self.env(metadata, Transition::Start, &[], &[], &none);
         let start_plan = self.plan(&start_env, &vars, false, DETECT_START).await?;
         let graph = at(DETECT_START, self.graph(&start_env, DETECT_START).await)?;
         let start = at(
@@ -198,7 +201,7 @@ impl Session<'_> {
             converted("converting the start plan", &start_plan, &graph),
         )?;
 
-        let stop_env = self.env(metadata, Transition::Stop, &[], &[]);
+        let stop_env = self.env(metadata, Transition::Stop, &[], &[], &none);
         let stop_plan = self.plan(&stop_env, &vars, false, DETECT_STOP).await?;
         // The plan graph comes from the configuration alone, so the start plan's serves.
         let stop = at(
@@ -248,7 +251,17 @@ impl Session<'_> {
         }
         self.prepare().await?;
 
-        let env = self.env(build.metadata, transition, build.parameters, build.secrets);
+        let running_agents = match build.metadata.prebuilt_workspace_build_stage {
+            PrebuiltWorkspaceBuildStage::Claim => RunningAgentTokens::from_state(build.state),
+            _ => RunningAgentTokens::default(),
+        };
+        let env = self.env(
+            build.metadata,
+            transition,
+            build.parameters,
+            build.secrets,
+            &running_agents,
+        );
         let plan = self
             .plan(&env, &vars, transition == Transition::Delete, PLAN)
             .await?;
@@ -392,12 +405,14 @@ impl Session<'_> {
         transition: Transition,
         parameters: &[RichParameterValue],
         secrets: &[BuildSecret],
+        running_agents: &RunningAgentTokens,
     ) -> Vec<(OsString, OsString)> {
         self.tf.daemon_env().for_job(&JobEnv {
             metadata,
             transition,
             parameters,
             secrets,
+            running_agents,
         })
     }
 

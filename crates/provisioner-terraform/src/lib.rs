@@ -8,6 +8,7 @@ mod error;
 mod executor;
 mod job;
 mod lockfile;
+mod running_agents;
 mod state_secrets;
 mod ui;
 pub mod variables;

@@ -8,6 +8,7 @@ mod container;
 mod fuzz;
 mod groups;
 mod harness;
+mod prebuilds;
 mod provisioning;
 mod relay;
 mod schedule;

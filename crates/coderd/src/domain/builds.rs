@@ -11,7 +11,7 @@
 
 use codersdk::ValidationError;
 use codersdk::audit::{AuditAction, ResourceType};
-use codersdk::provisionerd::{Tags, Transition};
+use codersdk::provisionerd::{PrebuiltWorkspaceBuildStage, Tags, Transition};
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
 use uuid::Uuid;
@@ -145,6 +145,9 @@ pub struct BuildRequest {
     pub expect_latest: Option<Uuid>,
     /// A preset of the build's version whose parameter values the build takes.
     pub preset: Option<Uuid>,
+    /// The build hands a prebuilt workspace to its claimant: the provisioner keeps the running
+    /// agents' tokens.
+    pub prebuild_claim: bool,
 }
 
 impl BuildRequest {
@@ -157,6 +160,7 @@ impl BuildRequest {
             reason,
             expect_latest: None,
             preset: None,
+            prebuild_claim: false,
         }
     }
 }
@@ -217,12 +221,14 @@ async fn build_version(
 }
 
 /// The job of a build: the version's provisioner and file, its tags re-normalised for the
-/// workspace owner (a user-scoped template builds on the owner's daemons).
+/// workspace owner (a user-scoped template builds on the owner's daemons). A claim says so in
+/// the job's input, as Coder's does, for the payload the daemon receives.
 fn build_job(
     (org, owner): (Uuid, Uuid),
     import: JobRow,
     build_id: Uuid,
     initiator: Uuid,
+    prebuild_claim: bool,
 ) -> NewJob {
     let version_tags: Tags = serde_json::from_value(import.tags).unwrap_or_default();
     let job_tags = tags::normalize(version_tags, Some(owner));
@@ -233,7 +239,14 @@ fn build_job(
         provisioner: import.provisioner,
         file_id: import.file_id,
         job_type: "workspace_build",
-        input: serde_json::json!({ "workspace_build_id": build_id }),
+        input: if prebuild_claim {
+            serde_json::json!({
+                "workspace_build_id": build_id,
+                "prebuilt_workspace_build_stage": PrebuiltWorkspaceBuildStage::Claim,
+            })
+        } else {
+            serde_json::json!({ "workspace_build_id": build_id })
+        },
         tags_key: tags::key(&job_tags),
         tags: serde_json::to_value(&job_tags).unwrap_or_default(),
     }
@@ -332,6 +345,7 @@ pub async fn create_build(
         import,
         build_id,
         initiator,
+        req.prebuild_claim,
     );
     let build = NewBuild {
         id: build_id,
@@ -526,6 +540,7 @@ pub async fn create_workspace(
         import,
         build_id,
         initiator,
+        false,
     );
     let workspace = NewWorkspace {
         id: workspace_id,

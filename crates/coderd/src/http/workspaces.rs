@@ -273,6 +273,7 @@ pub(super) async fn create_build(
         reason,
         expect_latest: None,
         preset: req.template_version_preset_id,
+        prebuild_claim: false,
     };
     let row = builds::create_build(&state, &auth.subject, &workspace, request).await?;
     Ok((StatusCode::CREATED, Json(views::build(&state, row).await?)))

@@ -51,6 +51,7 @@ pub async fn claim(
         version: VersionChoice::Exact(req.version),
         parameters: req.parameters.to_vec(),
         preset: Some(req.preset),
+        prebuild_claim: true,
         ..BuildRequest::new(Transition::Start, BuildReason::Initiator)
     };
     builds::create_build(state, subject, &workspace, build).await?;

@@ -5,7 +5,8 @@
 //! version declares (one query when it declares none).
 
 use codersdk::provisionerd::{
-    AcquiredJob, JobKind, Metadata, RichParameterValue, Transition, VariableValue,
+    AcquiredJob, JobKind, Metadata, PrebuiltWorkspaceBuildStage, RichParameterValue, Transition,
+    VariableValue,
 };
 use codersdk::users::LoginType;
 use uuid::Uuid;
@@ -26,6 +27,20 @@ pub enum PayloadError {
     Token(String),
     #[error("the workspace owner's secrets: {0}")]
     Secrets(#[from] crate::secrets::Error),
+}
+
+/// A claim is marked in the job's input by the claim; every other build of a workspace the
+/// prebuilds user owns makes (or unmakes) a prebuilt workspace: only the reconciler builds them.
+fn prebuild_stage(job: &JobRow, owner: Uuid) -> PrebuiltWorkspaceBuildStage {
+    let marked = job
+        .input
+        .get("prebuilt_workspace_build_stage")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    match marked {
+        Some(stage) => stage,
+        None if owner == store::PREBUILDS_USER_ID => PrebuiltWorkspaceBuildStage::Create,
+        None => PrebuiltWorkspaceBuildStage::None,
+    }
 }
 
 fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
@@ -90,6 +105,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                 String::new()
             };
             let secrets = crate::secrets::for_build(state, build.build_id, build.owner_id).await?;
+            let prebuilt_workspace_build_stage = prebuild_stage(job, build.owner_id);
             JobKind::WorkspaceBuild {
                 secrets,
                 workspace_build_id: build.build_id,
@@ -118,6 +134,7 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                     template_name: build.template_name,
                     template_version: build.version_name,
                     workspace_owner_groups: Vec::new(),
+                    prebuilt_workspace_build_stage,
                 },
             }
         }

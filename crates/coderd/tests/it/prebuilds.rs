@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use coderd::store::PREBUILDS_USER_ID;
 use codersdk::proto::{Prebuild, Preset, PresetParameter, Resource, RichParameter};
+use codersdk::provisionerd::{JobKind, PrebuiltWorkspaceBuildStage};
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
 use provisionerd::engines::echo::{BuildStage, EchoError, EchoTemplate, ImportStage};
@@ -62,6 +63,18 @@ async fn pool(app: &TestApp, template: Uuid) -> anyhow::Result<(usize, usize)> {
         .filter(|p| p.template_id == template && p.transition == "start" && !p.failed)
         .collect();
     Ok((mine.len(), mine.iter().filter(|p| p.ready).count()))
+}
+
+/// The build stage the daemon is told for a job.
+async fn stage_of(app: &TestApp, job: Uuid) -> anyhow::Result<PrebuiltWorkspaceBuildStage> {
+    let row = app.state.store.job_by_id(job).await?;
+    match coderd::provisioners::payload::build(&app.state, &row)
+        .await?
+        .kind
+    {
+        JobKind::WorkspaceBuild { metadata, .. } => Ok(metadata.prebuilt_workspace_build_stage),
+        other => anyhow::bail!("not a build: {other:?}"),
+    }
 }
 
 async fn start_attempts(app: &TestApp, template: Uuid) -> anyhow::Result<i64> {
@@ -138,6 +151,17 @@ async fn the_pool_is_kept_claimed_refilled_and_emptied() -> anyhow::Result<()> {
         (claim.initiator_id, claim.template_version_preset_id),
         (me.id, Some(pool_preset.id))
     );
+    // The daemon is told which build made the prebuild and which claims it.
+    let unclaimed = before.iter().find(|id| **id != ws.id).expect("another");
+    let unclaimed = owner.workspace(*unclaimed).await?;
+    assert_eq!(
+        stage_of(&app, unclaimed.latest_build.job.id).await?,
+        PrebuiltWorkspaceBuildStage::Create
+    );
+    assert_eq!(
+        stage_of(&app, claim.job.id).await?,
+        PrebuiltWorkspaceBuildStage::Claim
+    );
     assert!(member.workspace_build_parameters(claim.id).await?.contains(
         &WorkspaceBuildParameter {
             name: "size".into(),
@@ -175,6 +199,10 @@ async fn the_pool_is_kept_claimed_refilled_and_emptied() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(normal.latest_build.build_number, 1);
+    assert_eq!(
+        stage_of(&app, normal.latest_build.job.id).await?,
+        PrebuiltWorkspaceBuildStage::None
+    );
 
     // A new active version without the preset: its prebuilds go, the claimed one stays.
     let v2 = app

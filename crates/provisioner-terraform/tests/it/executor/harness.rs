@@ -10,7 +10,7 @@ use anyhow::{Context as _, bail};
 use chrono::Utc;
 use codersdk::provisionerd::{
     AcquiredJob, BuildSecret, JobFailure, JobKind, JobResult, LogLevel, Metadata,
-    RichParameterValue, Transition, VariableValue,
+    PrebuiltWorkspaceBuildStage, RichParameterValue, Transition, VariableValue,
 };
 use provisioner_terraform::{JobLogs, Settings, Terraform};
 use tokio_util::sync::CancellationToken;
@@ -188,6 +188,7 @@ pub struct BuildSpec {
     pub variables: Vec<VariableValue>,
     pub coder_url: String,
     pub secrets: Vec<BuildSecret>,
+    pub stage: PrebuiltWorkspaceBuildStage,
 }
 
 impl BuildSpec {
@@ -199,6 +200,7 @@ impl BuildSpec {
             variables: Vec::new(),
             coder_url: "http://coder.example:3000".into(),
             secrets: Vec::new(),
+            stage: PrebuiltWorkspaceBuildStage::None,
         }
     }
 }
@@ -238,6 +240,7 @@ pub fn build_job(spec: BuildSpec) -> AcquiredJob {
                 template_name: "tpl".into(),
                 template_version: "v1".into(),
                 workspace_owner_groups: vec!["devs".into()],
+                prebuilt_workspace_build_stage: spec.stage,
             },
             secrets: spec.secrets,
         },

@@ -6,3 +6,4 @@ mod failures;
 mod harness;
 mod lifecycle;
 mod newer_types;
+mod prebuild_claim;
