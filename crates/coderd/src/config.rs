@@ -261,7 +261,7 @@ pub struct ServerConfig {
     pub github_enterprise_base_url: Option<Url>,
 
     /// Disables all rate limits (the API's and the login abuse limits). Not for production.
-    #[arg(long, env = "CODER_DANGEROUS_DISABLE_RATE_LIMITS")]
+    #[arg(long, env = "CODER_RATE_LIMIT_DISABLE_ALL")]
     pub dangerous_disable_rate_limits: bool,
 
     /// Requests a minute allowed to the API per user, or per client address without a

@@ -224,7 +224,7 @@ pub async fn run_with(
         }
         deployment.api_rate_limit = u32::try_from(config.api_rate_limit).ok();
         if config.dangerous_disable_rate_limits {
-            tracing::warn!("rate limits are disabled (CODER_DANGEROUS_DISABLE_RATE_LIMITS)");
+            tracing::warn!("rate limits are disabled (CODER_RATE_LIMIT_DISABLE_ALL)");
             deployment.login_limits = crate::limits::LoginLimitSettings::disabled();
             deployment.api_rate_limit = None;
         }
