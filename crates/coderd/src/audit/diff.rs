@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::store::{
     ApiKeyRow, GroupRow, KeyRow, MemberRow, NewApiKey, NewBuild, NewGroup, NewTemplate,
     NewTemplateVersion, NewUser, NewWorkspace, OrganizationRow, TemplateChanges, TemplateRow,
-    UserRow, WorkspaceRow,
+    TemplateScheduleRow, UserRow, WorkspaceRow,
 };
 
 /// One recorded field of a resource.
@@ -184,70 +184,45 @@ impl Auditable for GroupRow {
     }
 }
 
-impl Auditable for TemplateRow {
-    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
-        vec![
-            ("id", plain(self.id)),
-            ("organization_id", plain(self.organization_id)),
-            ("name", plain(&self.name)),
-            ("display_name", plain(&self.display_name)),
-            ("description", plain(&self.description)),
-            ("icon", plain(&self.icon)),
-            ("provisioner", plain(&self.provisioner)),
-            ("active_version_id", plain(self.active_version_id)),
-            ("created_by", plain(self.created_by)),
-            ("deprecated", plain(&self.deprecated)),
-            (
-                "allow_user_cancel_workspace_jobs",
-                plain(self.allow_user_cancel_workspace_jobs),
-            ),
-            ("require_active_version", plain(self.require_active_version)),
-            ("max_port_share_level", plain(&self.max_port_share_level)),
-            ("cors_behavior", plain(&self.cors_behavior)),
-            ("default_ttl_ms", plain(self.default_ttl_ms)),
-            ("activity_bump_ms", plain(self.activity_bump_ms)),
-            ("allow_user_autostart", plain(self.allow_user_autostart)),
-            ("allow_user_autostop", plain(self.allow_user_autostop)),
-            ("autostart_allowed_days", plain(self.autostart_allowed_days)),
-            (
-                "autostop_requirement_days_of_week",
-                plain(self.autostop_requirement_days_of_week),
-            ),
-            (
-                "autostop_requirement_weeks",
-                plain(self.autostop_requirement_weeks),
-            ),
-            ("failure_ttl_ms", plain(self.failure_ttl_ms)),
-            ("time_til_dormant_ms", plain(self.time_til_dormant_ms)),
-            (
-                "time_til_dormant_autodelete_ms",
-                plain(self.time_til_dormant_autodelete_ms),
-            ),
-            ("deleted", plain(self.deleted)),
-        ]
-    }
+/// A template's recorded fields, whether it is a row or about to be one: both impls below
+/// fill this, so a field is recorded the same way at creation and at every later change.
+struct TemplateFields<'a> {
+    id: uuid::Uuid,
+    organization_id: uuid::Uuid,
+    text: [&'a str; 5],
+    active_version_id: uuid::Uuid,
+    created_by: uuid::Uuid,
+    deprecated: &'a str,
+    allow_user_cancel_workspace_jobs: bool,
+    require_active_version: bool,
+    levels: [&'a str; 2],
+    schedule: TemplateScheduleRow,
+    deleted: bool,
 }
 
-impl Auditable for NewTemplate {
-    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
-        let s = &self.schedule;
+impl TemplateFields<'_> {
+    fn fields(self) -> Vec<(&'static str, Field)> {
+        let [name, display_name, description, icon, provisioner] = self.text;
+        let [max_port_share_level, cors_behavior] = self.levels;
+        let s = self.schedule;
         vec![
             ("id", plain(self.id)),
             ("organization_id", plain(self.organization_id)),
-            ("name", plain(&self.name)),
-            ("display_name", plain(&self.display_name)),
-            ("description", plain(&self.description)),
-            ("icon", plain(&self.icon)),
-            ("provisioner", plain(&self.provisioner)),
+            ("name", plain(name)),
+            ("display_name", plain(display_name)),
+            ("description", plain(description)),
+            ("icon", plain(icon)),
+            ("provisioner", plain(provisioner)),
             ("active_version_id", plain(self.active_version_id)),
             ("created_by", plain(self.created_by)),
-            ("deprecated", plain("")),
+            ("deprecated", plain(self.deprecated)),
             (
                 "allow_user_cancel_workspace_jobs",
                 plain(self.allow_user_cancel_workspace_jobs),
             ),
             ("require_active_version", plain(self.require_active_version)),
-            ("max_port_share_level", plain(&self.max_port_share_level)),
+            ("max_port_share_level", plain(max_port_share_level)),
+            ("cors_behavior", plain(cors_behavior)),
             ("default_ttl_ms", plain(s.default_ttl_ms)),
             ("activity_bump_ms", plain(s.activity_bump_ms)),
             ("allow_user_autostart", plain(s.allow_user_autostart)),
@@ -267,8 +242,58 @@ impl Auditable for NewTemplate {
                 "time_til_dormant_autodelete_ms",
                 plain(s.time_til_dormant_autodelete_ms),
             ),
-            ("deleted", plain(false)),
+            ("deleted", plain(self.deleted)),
         ]
+    }
+}
+
+impl Auditable for TemplateRow {
+    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
+        TemplateFields {
+            id: self.id,
+            organization_id: self.organization_id,
+            text: [
+                &self.name,
+                &self.display_name,
+                &self.description,
+                &self.icon,
+                &self.provisioner,
+            ],
+            active_version_id: self.active_version_id,
+            created_by: self.created_by,
+            deprecated: &self.deprecated,
+            allow_user_cancel_workspace_jobs: self.allow_user_cancel_workspace_jobs,
+            require_active_version: self.require_active_version,
+            levels: [&self.max_port_share_level, &self.cors_behavior],
+            schedule: self.schedule(),
+            deleted: self.deleted,
+        }
+        .fields()
+    }
+}
+
+impl Auditable for NewTemplate {
+    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
+        TemplateFields {
+            id: self.id,
+            organization_id: self.organization_id,
+            text: [
+                &self.name,
+                &self.display_name,
+                &self.description,
+                &self.icon,
+                &self.provisioner,
+            ],
+            active_version_id: self.active_version_id,
+            created_by: self.created_by,
+            deprecated: "",
+            allow_user_cancel_workspace_jobs: self.allow_user_cancel_workspace_jobs,
+            require_active_version: self.require_active_version,
+            levels: [&self.max_port_share_level, &self.cors_behavior],
+            schedule: self.schedule,
+            deleted: false,
+        }
+        .fields()
     }
 }
 

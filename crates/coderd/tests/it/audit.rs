@@ -106,6 +106,7 @@ const TEMPLATE_FIELDS: &[&str] = &[
     "autostart_allowed_days",
     "autostop_requirement_days_of_week",
     "autostop_requirement_weeks",
+    "cors_behavior",
     "created_by",
     "default_ttl_ms",
     "deleted",
