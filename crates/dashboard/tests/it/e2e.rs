@@ -4,132 +4,15 @@
 //! step lands in `target/e2e-screenshots/`. Without a browser the test is skipped, except with
 //! `CI=true`, where that is a failure.
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::Context;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use serde_json::json;
 use testutil::PASSWORD;
 
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-fn screenshots_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("e2e-screenshots")
-}
-
-/// chromedriver on a free port, killed when dropped.
-struct Driver {
-    // Held so the driver is killed (kill_on_drop) when the test ends.
-    _child: tokio::process::Child,
-    port: u16,
-}
-
-impl Driver {
-    async fn start(binary: &PathBuf) -> anyhow::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let child = tokio::process::Command::new(binary)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting chromedriver")?;
-        for _ in 0..100 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return Ok(Self {
-                    _child: child,
-                    port,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        anyhow::bail!("chromedriver did not listen on {port}")
-    }
-}
-
-async fn browser(driver: &Driver, chromium: &PathBuf) -> anyhow::Result<Client> {
-    let profile = tempfile::tempdir()?;
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update",
-                "--no-first-run", "--window-size=1280,900",
-                format!("--user-data-dir={}", profile.keep().display()),
-            ],
-        }),
-    );
-    Ok(ClientBuilder::rustls()?
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await?)
-}
-
-struct Shots {
-    dir: PathBuf,
-    n: u32,
-}
-
-impl Shots {
-    async fn take(&mut self, client: &Client, name: &str) -> anyhow::Result<()> {
-        self.n += 1;
-        let png = client.screenshot().await?;
-        std::fs::create_dir_all(&self.dir)?;
-        std::fs::write(self.dir.join(format!("{:02}-{name}.png", self.n)), png)?;
-        Ok(())
-    }
-}
-
-async fn text_of(client: &Client, css: &str) -> anyhow::Result<String> {
-    Ok(client.find(Locator::Css(css)).await?.text().await?)
-}
-
-/// Waits until the element's text contains `want`, without reloading the page.
-async fn wait_text(client: &Client, css: &str, want: &str, within: Duration) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        if let Ok(text) = text_of(client, css).await
-            && text.contains(want)
-        {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!("{css} never showed {want:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn fill(client: &Client, css: &str, value: &str) -> anyhow::Result<()> {
-    let field = client.find(Locator::Css(css)).await?;
-    field.clear().await?;
-    field.send_keys(value).await?;
-    Ok(())
-}
-
-async fn submit(client: &Client, css: &str) -> anyhow::Result<()> {
-    client.find(Locator::Css(css)).await?.click().await?;
-    Ok(())
-}
+use crate::browser::{
+    Driver, Shots, browser, fill, on_path, screenshots_dir, submit, text_of, wait_text,
+};
 
 #[tokio::test]
 async fn setup_login_create_watch_running_stop() -> anyhow::Result<()> {
