@@ -7,17 +7,22 @@
 pub mod accounts;
 pub mod builds;
 mod error;
+pub mod health;
 pub mod jobs;
 pub mod keys;
 pub mod logs;
 pub mod parameters;
 pub mod presets;
+pub mod provisioner_jobs;
+pub mod provisioner_keys;
 pub mod render;
 pub mod resolve;
 pub mod schedules;
 pub mod search;
 pub mod session;
 pub mod template_schedules;
+pub mod tokens;
+pub mod users;
 pub mod views;
 
 pub use error::{Error, Result};

@@ -9,8 +9,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use base64::Engine as _;
-use codersdk::audit::{AuditAction, ResourceType};
+
 use codersdk::provisionerd::{
     DaemonMessage, KEY_HEADER, PROTOCOL_VERSION, PSK_HEADER, SCOPE_USER, ServeParams,
     ServerMessage, TAG_SCOPE, Tags,
@@ -29,14 +28,13 @@ use super::extract::{
     Auth, Json, Path, Query, authenticate, empty_as_none, find_org, resolve_org, token_from_parts,
 };
 use super::templates::PROVISIONERS;
-use crate::audit::{Entry, actor};
 use crate::authz::{Action, Object, Resource};
-use crate::domain::jobs;
+use crate::domain::{jobs, provisioner_jobs, provisioner_keys};
 use crate::error::{ApiError, ApiResult, Validator};
 use crate::provisioners::dispatch::Capability;
 use crate::provisioners::session::{self, SessionIo};
 use crate::provisioners::tags;
-use crate::store::{self, DaemonRow, KeyRow, NewDaemon, OrganizationRow};
+use crate::store::{self, DaemonRow, NewDaemon, OrganizationRow};
 
 /// A connection with no frame at all for this long is dead.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -94,15 +92,6 @@ pub(super) struct JobListParams {
     limit: Option<i64>,
 }
 
-fn require_job_reader(auth: &Auth, org: Uuid) -> ApiResult<()> {
-    if auth.can(Action::Read, &Object::in_org(Resource::ProvisionerJob, org)) {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden()
-            .with_detail("Listing provisioner jobs needs the template admin role."))
-    }
-}
-
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerjobs", tag = "Provisioning",
     params(("organization" = String, Path), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query)),
     responses((status = 200, body = [ProvisionerJob])))]
@@ -113,7 +102,6 @@ pub(super) async fn list_jobs(
     Query(params): Query<JobListParams>,
 ) -> ApiResult<Json<Vec<ProvisionerJob>>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    require_job_reader(&auth, org.id)?;
     let statuses: Vec<String> = params
         .status
         .iter()
@@ -121,26 +109,10 @@ pub(super) async fn list_jobs(
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect();
-    let valid = [
-        "pending",
-        "running",
-        "succeeded",
-        "canceling",
-        "canceled",
-        "failed",
-    ];
-    if let Some(bad) = statuses.iter().find(|s| !valid.contains(&s.as_str())) {
-        return Err(ApiError::bad_request("Invalid status filter.")
-            .with_detail(format!("unknown status {bad:?}")));
-    }
-    let limit = params.limit.filter(|l| *l > 0).unwrap_or(50).min(1000);
-    let rows = state.store.list_jobs(org.id, &statuses, limit).await?;
-    let daemons = state.store.daemons(Some(org.id), None).await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for row in &rows {
-        out.push(jobs::render(&state, row, &daemons).await?);
-    }
-    Ok(Json(out))
+    let limit = params.limit.unwrap_or(0);
+    Ok(Json(
+        provisioner_jobs::list(&state, &auth.subject, &org, &statuses, limit).await?,
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v2/organizations/{organization}/provisionerjobs/{job}", tag = "Provisioning",
@@ -151,22 +123,8 @@ pub(super) async fn get_job(
     Path((org, job)): Path<(String, Uuid)>,
 ) -> ApiResult<Json<ProvisionerJob>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    require_job_reader(&auth, org.id)?;
-    let row = state.store.job_by_id(job).await?;
-    if row.organization_id != org.id {
-        return Err(ApiError::not_found());
-    }
+    let row = provisioner_jobs::get(&state, &auth.subject, &org, job).await?;
     Ok(Json(jobs::render_one(&state, &row).await?.0))
-}
-
-fn key(row: store::KeyRow) -> ProvisionerKey {
-    ProvisionerKey {
-        id: row.id,
-        created_at: row.created_at,
-        organization: row.organization_id,
-        name: row.name,
-        tags: serde_json::from_value(row.tags).unwrap_or_default(),
-    }
 }
 
 #[utoipa::path(post, path = "/api/v2/organizations/{organization}/provisionerkeys", tag = "Provisioning",
@@ -179,53 +137,7 @@ pub(super) async fn create_key(
     Json(req): Json<CreateProvisionerKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<CreateProvisionerKeyResponse>)> {
     let org = resolve_org(&state, &auth, &org).await?;
-    auth.authorize(
-        Action::Create,
-        &Object::in_org(Resource::ProvisionerKey, org.id),
-    )?;
-    let reserved = ["built-in", "user-auth", "psk"];
-    Validator::default()
-        .push("name", validate_daemon_name(&req.name))
-        .check(
-            !reserved.contains(&req.name.as_str()),
-            "name",
-            "is reserved",
-        )
-        .push("tags", tags::validate(&req.tags).map_err(|e| e.to_string()))
-        .check(
-            req.tags.get(TAG_SCOPE).map(String::as_str) != Some(SCOPE_USER),
-            "tags",
-            "provisioner keys are organization-scoped; scope=user is not allowed",
-        )
-        .finish()?;
-    let secret = {
-        let mut bytes = [0u8; 32];
-        rand::Rng::fill(&mut rand::rng(), &mut bytes);
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    };
-    let key_tags = tags::normalize(req.tags.clone(), None);
-    let new = KeyRow {
-        id: Uuid::new_v4(),
-        organization_id: org.id,
-        name: req.name.clone(),
-        hashed_secret: crate::auth::hash_secret(&secret),
-        tags: serde_json::to_value(&key_tags).unwrap_or_default(),
-        created_at: chrono::Utc::now(),
-    };
-    let log = key_entry(&auth, &new, AuditAction::Create)
-        .diff(None, Some(&new))
-        .build();
-    state
-        .store
-        .insert_provisioner_key(&new, Some(&log))
-        .await
-        .map_err(|e| match e {
-            store::Error::Conflict { .. } => ApiError::conflict(format!(
-                "A provisioner key named {:?} already exists.",
-                req.name
-            )),
-            other => other.into(),
-        })?;
+    let secret = provisioner_keys::create(&state, &auth.subject, &org, &req.name, req.tags).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreateProvisionerKeyResponse { key: secret }),
@@ -240,19 +152,8 @@ pub(super) async fn list_keys(
     Path(org): Path<String>,
 ) -> ApiResult<Json<Vec<ProvisionerKey>>> {
     let org = resolve_org(&state, &auth, &org).await?;
-    auth.authorize(
-        Action::Read,
-        &Object::in_org(Resource::ProvisionerKey, org.id),
-    )
-    .map_err(|_| ApiError::forbidden())?;
     Ok(Json(
-        state
-            .store
-            .provisioner_keys(org.id)
-            .await?
-            .into_iter()
-            .map(key)
-            .collect(),
+        provisioner_keys::list(&state, &auth.subject, &org).await?,
     ))
 }
 
@@ -264,48 +165,8 @@ pub(super) async fn delete_key(
     Path((org, name)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let org = resolve_org(&state, &auth, &org).await?;
-    auth.authorize(
-        Action::Delete,
-        &Object::in_org(Resource::ProvisionerKey, org.id),
-    )
-    .map_err(|_| ApiError::forbidden())?;
-    let row = state
-        .store
-        .provisioner_keys(org.id)
-        .await?
-        .into_iter()
-        .find(|k| k.name.eq_ignore_ascii_case(&name))
-        .ok_or_else(ApiError::not_found)?;
-    let log = key_entry(&auth, &row, AuditAction::Delete)
-        .diff(Some(&row), None)
-        .build();
-    state
-        .store
-        .delete_provisioner_key(org.id, &name, Some(&log))
-        .await?;
+    provisioner_keys::delete(&state, &auth.subject, &org, &name).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// An entry for `action` by the caller on the provisioner key `key`.
-fn key_entry(auth: &Auth, key: &KeyRow, action: AuditAction) -> Entry {
-    Entry::new(
-        actor(&auth.subject),
-        ResourceType::ProvisionerKey,
-        key.id,
-        &key.name,
-        action,
-    )
-    .org(key.organization_id)
-}
-
-fn validate_daemon_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 64 {
-        return Err("must be 1 to 64 characters".into());
-    }
-    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("must not contain spaces or control characters".into());
-    }
-    Ok(())
 }
 
 /// Who a connecting daemon is, once authenticated.
@@ -474,7 +335,7 @@ pub(super) async fn serve(
         .map(str::to_string)
         .collect();
     Validator::default()
-        .push("name", validate_daemon_name(&params.name))
+        .push("name", crate::validate::daemon_name(&params.name))
         .check(
             !provisioners.is_empty(),
             "provisioners",

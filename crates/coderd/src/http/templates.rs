@@ -23,9 +23,9 @@ use super::jobs::{self, LogParams};
 use crate::audit::{Entry, actor, template_after};
 use crate::authz::{Action, Object, Resource};
 use crate::domain::render::parameter;
-use crate::domain::resolve;
 use crate::domain::template_schedules::{self, ScheduleChanges};
 use crate::domain::views::{template, templates, version};
+use crate::domain::{provisioner_jobs, resolve};
 use crate::error::{ApiError, ApiResult};
 use crate::provisioners::tags;
 use crate::store::{
@@ -232,17 +232,10 @@ pub(super) async fn cancel_version(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<codersdk::Response>> {
     let row = resolve_version(&state, &auth, id).await?;
-    let guard = match row.template_id {
-        Some(template) => resolve::template_guard(&state, template, row.organization_id).await?,
-        None => Object::in_org(Resource::Template, row.organization_id),
-    };
-    auth.authorize(Action::Update, &guard)?;
-    match state.store.cancel_job(row.job_id).await? {
-        Some(_) => Ok(Json(codersdk::Response::new(
-            "Job has been marked as canceled.",
-        ))),
-        None => Err(ApiError::bad_request("Job has already completed.")),
-    }
+    provisioner_jobs::cancel_version(&state, &auth.subject, &row).await?;
+    Ok(Json(codersdk::Response::new(
+        "Job has been marked as canceled.",
+    )))
 }
 
 #[utoipa::path(get, path = "/api/v2/templateversions/{id}/logs", tag = "Templates",

@@ -20,8 +20,9 @@ use super::extract::{Auth, Json, Pagination, Path, Query, resolve_user};
 use crate::audit::{Entry, actor};
 use crate::authz::{Action, Object, Resource, SITE_ROLES};
 use crate::domain::accounts::{self, PasswordLogin};
+use crate::domain::users;
 use crate::error::{ApiError, ApiResult, Validator};
-use crate::store::{self, NewUser, UserDeletion, UserQuery, UserRow};
+use crate::store::{UserDeletion, UserQuery, UserRow};
 use crate::validate;
 
 const DEFAULT_USERS_PAGE: i64 = 50;
@@ -261,92 +262,9 @@ pub(super) async fn create_user(
     auth: Auth,
     Json(req): Json<CreateUserRequest>,
 ) -> ApiResult<(StatusCode, Json<User>)> {
-    auth.authorize(Action::Create, &Object::site(Resource::User))?;
-    let login_type = req.login_type.unwrap_or(LoginType::Password);
-    let needs_password = login_type == LoginType::Password;
+    let needs_password = req.login_type.unwrap_or(LoginType::Password) == LoginType::Password;
     validate::requests::create_user(&req, needs_password)?;
-    // An OIDC or GitHub user made in advance (signups closed) is linked on its first sign-in.
-    if !matches!(
-        login_type,
-        LoginType::Password | LoginType::None | LoginType::Oidc | LoginType::Github
-    ) {
-        return Err(
-            ApiError::bad_request("Unsupported login type.").with_detail(
-                "users can be created with login_type \"password\", \"oidc\", \"github\" or \"none\"",
-            ),
-        );
-    }
-    // `member` is implicit.
-    let roles: Vec<String> = req.roles.into_iter().filter(|r| r != "member").collect();
-    for role in &roles {
-        if !auth.subject.can_assign_site_role(role) {
-            return Err(
-                ApiError::forbidden().with_detail(format!("you may not assign the role {role:?}"))
-            );
-        }
-    }
-    let mut organization_ids = req.organization_ids.clone();
-    organization_ids.extend(req.organization_id);
-    if organization_ids.is_empty() {
-        organization_ids.push(state.store.default_organization().await?.id);
-    }
-    for org in &organization_ids {
-        let org = state
-            .store
-            .organization_by_id(*org)
-            .await
-            .map_err(|e| match e {
-                store::Error::NotFound => ApiError::bad_request("Organization does not exist.")
-                    .with_detail(format!("no organization {org}")),
-                other => other.into(),
-            })?;
-        auth.authorize(
-            Action::Create,
-            &Object::in_org(Resource::OrganizationMember, org.id),
-        )?;
-    }
-    let hashed_password = if needs_password {
-        crate::auth::hash_password(req.password).await?
-    } else {
-        String::new()
-    };
-    let new = NewUser {
-        id: Uuid::new_v4(),
-        email: req.email,
-        username: req.username,
-        name: req.name,
-        hashed_password,
-        status: req
-            .user_status
-            .unwrap_or(UserStatus::Active)
-            .as_str()
-            .into(),
-        rbac_roles: roles,
-        login_type: login_type.as_str().into(),
-        organization_ids,
-    };
-    let log = Entry::new(
-        actor(&auth.subject),
-        ResourceType::User,
-        new.id,
-        &new.username,
-        AuditAction::Create,
-    )
-    .diff(None, Some(&new))
-    .build();
-    let row = state
-        .store
-        .create_user(new, Some(&log))
-        .await
-        .map_err(|e| match e {
-            store::Error::Conflict { constraint } if constraint.contains("email") => {
-                ApiError::conflict("A user with this email already exists.")
-            }
-            store::Error::Conflict { constraint } if constraint.contains("username") => {
-                ApiError::conflict("A user with this username already exists.")
-            }
-            other => other.into(),
-        })?;
+    let row = users::create(&state, &auth.subject, req).await?;
     Ok((StatusCode::CREATED, Json(user_response(&state, row).await?)))
 }
 
@@ -372,20 +290,7 @@ pub(super) async fn delete_user(
     Path(user): Path<String>,
 ) -> ApiResult<Json<Response>> {
     let row = resolve_user(&state, &auth, &user).await?;
-    auth.authorize(Action::Delete, &Object::user(row.id))?;
-    if row.id == auth.user.id {
-        return Err(ApiError::forbidden().with_detail("You cannot delete yourself."));
-    }
-    let log = user_entry(&auth, &row, AuditAction::Delete)
-        .diff(
-            Some(&row),
-            Some(&UserRow {
-                deleted: true,
-                ..row.clone()
-            }),
-        )
-        .build();
-    match state.store.delete_user(row.id, Some(&log)).await? {
+    match users::delete(&state, &auth.subject, &row).await? {
         UserDeletion::Deleted => Ok(Json(Response::new("User has been deleted!"))),
         // Coder's status and words: the workspaces would be left without an owner.
         UserDeletion::OwnsWorkspaces => Err(ApiError::new(
@@ -402,24 +307,7 @@ async fn set_status(
     status: UserStatus,
 ) -> ApiResult<Json<User>> {
     let row = resolve_user(state, auth, user).await?;
-    auth.authorize(Action::Update, &Object::user(row.id))?;
-    if status == UserStatus::Suspended && row.id == auth.user.id {
-        return Err(ApiError::bad_request("You cannot suspend yourself."));
-    }
-    let log = user_entry(auth, &row, AuditAction::Write)
-        .diff(
-            Some(&row),
-            Some(&UserRow {
-                status: status.as_str().into(),
-                ..row.clone()
-            }),
-        )
-        .build();
-    let row = state
-        .store
-        .update_user_status(row.id, status.as_str(), Some(&log))
-        .await?;
-    tracing::info!(user = %row.username, status = status.as_str(), "user status changed");
+    let row = users::set_status(state, &auth.subject, &row, status).await?;
     Ok(Json(user_response(state, row).await?))
 }
 
@@ -471,46 +359,7 @@ pub(super) async fn update_user_roles(
     Json(req): Json<UpdateRoles>,
 ) -> ApiResult<Json<User>> {
     let row = resolve_user(&state, &auth, &user).await?;
-    auth.authorize(Action::Update, &Object::site(Resource::AssignRole))?;
-    if row.id == auth.user.id {
-        return Err(ApiError::bad_request("You cannot change your own roles."));
-    }
-    // `member` is implicit; accept it for clients that send it back.
-    let mut wanted: Vec<String> = req.roles.into_iter().filter(|r| r != "member").collect();
-    wanted.sort();
-    wanted.dedup();
-    let mut v = Validator::default();
-    for role in &wanted {
-        v.check(
-            crate::authz::site_role(role).is_some(),
-            "roles",
-            format!("{role:?} is not a site role"),
-        );
-    }
-    v.finish()?;
-    let changed = wanted
-        .iter()
-        .filter(|r| !row.rbac_roles.contains(r))
-        .chain(row.rbac_roles.iter().filter(|r| !wanted.contains(r)));
-    for role in changed {
-        if !auth.subject.can_assign_site_role(role) {
-            return Err(ApiError::forbidden()
-                .with_detail(format!("You may not assign or remove the role {role:?}.")));
-        }
-    }
-    let log = user_entry(&auth, &row, AuditAction::Write)
-        .diff(
-            Some(&row),
-            Some(&UserRow {
-                rbac_roles: wanted.clone(),
-                ..row.clone()
-            }),
-        )
-        .build();
-    let row = state
-        .store
-        .update_user_roles(row.id, &wanted, Some(&log))
-        .await?;
+    let row = users::set_roles(&state, &auth.subject, &row, req.roles).await?;
     Ok(Json(user_response(&state, row).await?))
 }
 

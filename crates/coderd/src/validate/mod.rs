@@ -138,6 +138,17 @@ pub fn text(s: &str, max: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// A provisioner daemon's or provisioner key's name.
+pub fn daemon_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("must be 1 to 64 characters".into());
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("must not contain spaces or control characters".into());
+    }
+    Ok(())
+}
+
 /// A single-line value of bounded length (icons, schedules, token names).
 pub fn line(s: &str, max: usize) -> Result<(), String> {
     at_most(s, max)?;
