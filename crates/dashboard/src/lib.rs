@@ -38,11 +38,49 @@ pub fn router(state: AppState) -> Router {
             "/templates/{template}/versions",
             get(pages::admin::versions),
         )
-        .route("/deployment/users", get(pages::admin::users))
-        .route("/users", get(pages::admin::users_redirect))
+        .route(
+            "/deployment/users",
+            get(pages::users::list).post(pages::users::create),
+        )
+        .route(
+            "/deployment/users/{user}/suspend",
+            post(pages::users::suspend),
+        )
+        .route(
+            "/deployment/users/{user}/activate",
+            post(pages::users::activate),
+        )
+        .route("/deployment/users/{user}/roles", post(pages::users::roles))
+        .route(
+            "/deployment/users/{user}/delete",
+            post(pages::users::delete),
+        )
+        .route("/users", get(pages::users::redirect))
+        .route(
+            "/settings/tokens",
+            get(pages::tokens::list).post(pages::tokens::create),
+        )
+        .route("/settings/tokens/{id}/delete", post(pages::tokens::delete))
+        .route("/health", get(pages::health::show))
         .route(
             "/organizations/{org}/provisioners",
             get(pages::admin::provisioners),
+        )
+        .route(
+            "/organizations/{org}/provisioner-jobs",
+            get(pages::provisioning::jobs),
+        )
+        .route(
+            "/organizations/{org}/provisioner-jobs/{job}/cancel",
+            post(pages::provisioning::cancel_job),
+        )
+        .route(
+            "/organizations/{org}/provisioner-keys",
+            get(pages::provisioning::keys).post(pages::provisioning::create_key),
+        )
+        .route(
+            "/organizations/{org}/provisioner-keys/{name}/delete",
+            post(pages::provisioning::delete_key),
         )
         .route(
             "/templates/{template}/workspace",
@@ -51,7 +89,14 @@ pub fn router(state: AppState) -> Router {
         // Coder's workspace URL: `/@{owner}/{workspace}`; axum cannot capture a segment's
         // suffix, so the owner segment is read whole and its `@` checked by the handler.
         .route("/{owner}/{workspace}", get(pages::workspace::show))
-        .route("/{owner}/{workspace}/builds", post(pages::workspace::build))
+        .route(
+            "/{owner}/{workspace}/builds",
+            get(pages::builds::history).post(pages::workspace::build),
+        )
+        .route(
+            "/{owner}/{workspace}/builds/{number}",
+            get(pages::builds::show),
+        )
         .route(
             "/{owner}/{workspace}/cancel",
             post(pages::workspace::cancel),

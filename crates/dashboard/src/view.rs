@@ -19,6 +19,8 @@ pub struct Chrome {
     pub user: Option<String>,
     /// Whether to link the provisioners page (only those who may read daemons).
     pub provisioners: bool,
+    /// Whether to link the health report (only those who may read the deployment's config).
+    pub health: bool,
     pub csrf: String,
     pub css: String,
     pub htmx: String,
@@ -30,6 +32,7 @@ impl Chrome {
         Self {
             user: None,
             provisioners: false,
+            health: false,
             csrf: String::new(),
             css: crate::assets::url("dashboard.css"),
             htmx: crate::assets::url("htmx-2.0.11.min.js"),
@@ -44,6 +47,10 @@ impl Chrome {
         Self {
             user: Some(viewer.username().to_owned()),
             provisioners: daemons.all || !daemons.orgs.is_empty(),
+            health: viewer.subject().can(
+                coderd::authz::Action::Read,
+                &coderd::authz::Object::site(coderd::authz::Resource::DeploymentConfig),
+            ),
             csrf: viewer.csrf.clone(),
             ..Self::anonymous()
         }

@@ -1,20 +1,17 @@
 //! Read-only lists for those who manage the deployment: a template's versions
-//! (`/templates/{name}/versions`) and the users directory (`/deployment/users`). What a viewer
-//! sees is what the API would show them: the template is resolved for them, and users are
-//! filtered by the same `Subject::filter` the API's list uses.
+//! (`/templates/{name}/versions`) and an organization's daemons
+//! (`/organizations/{org}/provisioners`). What a viewer sees is what the API would show them.
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, Query, State};
-use axum::response::Redirect;
-use coderd::authz::Resource;
+use axum::extract::{Path, State};
 use coderd::domain::views;
 use coderd::state::AppState;
-use coderd::store::{TemplateRow, UserQuery, UserRow};
+use coderd::store::TemplateRow;
 use codersdk::templates::TemplateVersion;
-use serde::Deserialize;
 
 use super::create::find_template;
+use super::provisioning::OrgTabs;
 use crate::error::{PageError, PageResult};
 use crate::session::Viewer;
 use crate::view::{Chrome, capitalized};
@@ -56,55 +53,6 @@ pub async fn versions(
     })
 }
 
-const USERS_PAGE: i64 = 50;
-
-#[derive(Debug, Deserialize)]
-pub struct UsersQuery {
-    #[serde(default)]
-    search: String,
-    page: Option<i64>,
-}
-
-#[derive(Template, WebTemplate)]
-#[template(path = "users.html")]
-pub struct UsersPage {
-    chrome: Chrome,
-    search: String,
-    users: Vec<UserRow>,
-    count: i64,
-}
-
-pub async fn users(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Query(q): Query<UsersQuery>,
-) -> PageResult<UsersPage> {
-    let page = q.page.unwrap_or(1).max(1);
-    let query = UserQuery {
-        search: q.search.trim().to_owned(),
-        limit: USERS_PAGE,
-        offset: (page - 1).saturating_mul(USERS_PAGE),
-        ..Default::default()
-    };
-    let filter = viewer.subject().filter(Resource::User);
-    let (users, count) = state
-        .store
-        .list_users(&query, &filter)
-        .await
-        .map_err(store_error)?;
-    Ok(UsersPage {
-        chrome: Chrome::of(&viewer),
-        search: q.search,
-        users,
-        count,
-    })
-}
-
-/// Coder's older URL.
-pub async fn users_redirect() -> Redirect {
-    Redirect::permanent("/deployment/users")
-}
-
 /// A daemon row: the SDK view plus its status and tags as words.
 pub struct DaemonView {
     pub d: codersdk::provisioners::ProvisionerDaemon,
@@ -119,6 +67,7 @@ pub struct DaemonView {
 pub struct ProvisionersPage {
     chrome: Chrome,
     org: String,
+    tabs: OrgTabs,
     daemons: Vec<DaemonView>,
 }
 
@@ -156,6 +105,7 @@ pub async fn provisioners(
         .collect();
     Ok(ProvisionersPage {
         chrome: Chrome::of(&viewer),
+        tabs: OrgTabs::new(viewer.subject(), &org, "provisioners"),
         org: org.name,
         daemons,
     })

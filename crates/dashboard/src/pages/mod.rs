@@ -3,9 +3,14 @@
 
 pub mod admin;
 pub mod auth;
+pub mod builds;
 pub mod cli_auth;
 pub mod create;
+pub mod health;
+pub mod provisioning;
 pub mod templates;
+pub mod tokens;
+pub mod users;
 pub mod workspace;
 pub mod workspaces;
 
