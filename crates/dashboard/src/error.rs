@@ -47,6 +47,12 @@ impl From<coderd::domain::Error> for PageError {
     }
 }
 
+impl From<coderd::store::Error> for PageError {
+    fn from(e: coderd::store::Error) -> Self {
+        Self::from(coderd::domain::Error::from(e))
+    }
+}
+
 impl PageError {
     fn status(&self) -> StatusCode {
         match self {

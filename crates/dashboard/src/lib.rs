@@ -43,12 +43,8 @@ pub fn router(state: AppState) -> Router {
             get(pages::users::list).post(pages::users::create),
         )
         .route(
-            "/deployment/users/{user}/suspend",
-            post(pages::users::suspend),
-        )
-        .route(
-            "/deployment/users/{user}/activate",
-            post(pages::users::activate),
+            "/deployment/users/{user}/status",
+            post(pages::users::status),
         )
         .route("/deployment/users/{user}/roles", post(pages::users::roles))
         .route(

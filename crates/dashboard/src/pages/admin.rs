@@ -12,13 +12,9 @@ use codersdk::templates::TemplateVersion;
 
 use super::create::find_template;
 use super::provisioning::OrgTabs;
-use crate::error::{PageError, PageResult};
+use crate::error::PageResult;
 use crate::session::Viewer;
 use crate::view::{Chrome, capitalized};
-
-fn store_error(e: coderd::store::Error) -> PageError {
-    PageError::from(coderd::domain::Error::from(e))
-}
 
 #[derive(Template, WebTemplate)]
 #[template(path = "versions.html")]
@@ -34,11 +30,7 @@ pub async fn versions(
     Path(name): Path<String>,
 ) -> PageResult<VersionsPage> {
     let template = find_template(&state, &viewer, &name).await?;
-    let rows = state
-        .store
-        .template_versions_of(template.id)
-        .await
-        .map_err(store_error)?;
+    let rows = state.store.template_versions_of(template.id).await?;
     let mut versions = Vec::with_capacity(rows.len());
     // Newest first, as Coder lists them.
     for row in rows.into_iter().rev() {

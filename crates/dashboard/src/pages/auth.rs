@@ -17,7 +17,7 @@ use coderd::state::AppState;
 use codersdk::users::CreateFirstUserRequest;
 use serde::Deserialize;
 
-use super::FieldErrors;
+use super::{CsrfForm, FieldErrors};
 use crate::error::{PageError, PageResult};
 use crate::security::{self, PRE_SESSION_COOKIE};
 use crate::session::{self, Viewer};
@@ -231,12 +231,6 @@ pub async fn login(
             .await
         }
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 /// Ends the session: the key is revoked and the cookie cleared.

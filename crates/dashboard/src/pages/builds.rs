@@ -11,7 +11,7 @@ use coderd::state::AppState;
 use codersdk::workspaces::WorkspaceBuild;
 use serde::Deserialize;
 
-use super::workspace::{LogLine, line_text, lookup};
+use super::workspace::{LogLine, log_tail, lookup};
 use crate::error::{PageError, PageResult};
 use crate::session::Viewer;
 use crate::view::{Chrome, capitalized};
@@ -20,10 +20,6 @@ use crate::view::{Chrome, capitalized};
 const HISTORY_PAGE: i64 = 25;
 /// Lines of a build's log shown.
 const LOG_LINES: usize = 10_000;
-
-fn store_error(e: coderd::store::Error) -> PageError {
-    PageError::from(coderd::domain::Error::from(e))
-}
 
 /// A build as a row or a heading shows it.
 pub struct BuildView {
@@ -87,26 +83,13 @@ pub async fn show(
     let (row, ws) =
         resolve::build_by_number(&state, viewer.subject(), owner, &name, number).await?;
     let build = views::build(&state, row).await?;
-    let rows = state
-        .store
-        .job_logs_after(build.job.id, 0)
-        .await
-        .map_err(store_error)?;
-    let skip = rows.len().saturating_sub(LOG_LINES);
-    let log = rows
-        .iter()
-        .skip(skip)
-        .map(|r| LogLine {
-            id: r.id,
-            text: line_text(r),
-        })
-        .collect();
+    let (log, _, truncated) = log_tail(&state, build.job.id, LOG_LINES).await?;
     Ok(BuildPage {
         chrome: Chrome::of(&viewer),
         base: format!("/@{}/{}", build.workspace_owner_name, ws.name),
         build: BuildView::of(build),
         log,
-        truncated: skip > 0,
+        truncated,
     })
 }
 
@@ -142,8 +125,7 @@ pub async fn history(
             HISTORY_PAGE + 1,
             (page - 1).saturating_mul(HISTORY_PAGE),
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
     let more = rows.len() as i64 > HISTORY_PAGE;
     let rows = rows.into_iter().take(HISTORY_PAGE as usize).collect();
     let builds = views::builds(&state, rows)

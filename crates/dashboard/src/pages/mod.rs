@@ -15,6 +15,7 @@ pub mod workspace;
 pub mod workspaces;
 
 use axum::response::Redirect;
+use serde::Deserialize;
 
 use crate::error::PageError;
 
@@ -25,6 +26,13 @@ pub async fn root() -> Redirect {
 
 pub async fn not_found() -> PageError {
     PageError::NotFound
+}
+
+/// A form that carries nothing but its CSRF token (a button that changes something).
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    pub csrf: String,
 }
 
 /// Field errors shown beside their inputs, by field name.

@@ -19,7 +19,7 @@ use codersdk::provisioners::{ProvisionerJob, ProvisionerJobStatus, ProvisionerKe
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::FieldErrors;
+use super::{CsrfForm, FieldErrors};
 use crate::error::{PageError, PageResult};
 use crate::session::Viewer;
 use crate::view::{Chrome, capitalized};
@@ -143,12 +143,6 @@ pub async fn jobs(
         status: q.status,
         statuses: provisioner_jobs::STATUSES,
     })
-}
-
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 pub async fn cancel_job(

@@ -12,7 +12,7 @@ use coderd::state::AppState;
 use codersdk::apikeys::{ApiKey, CreateTokenRequest, NANOS_PER_SECOND};
 use serde::Deserialize;
 
-use super::FieldErrors;
+use super::{CsrfForm, FieldErrors};
 use crate::error::PageResult;
 use crate::session::Viewer;
 use crate::view::Chrome;
@@ -150,18 +150,12 @@ pub async fn create(
     Ok((StatusCode::BAD_REQUEST, page).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct DeleteForm {
-    #[serde(default)]
-    csrf: String,
-}
-
 pub async fn delete(
     State(state): State<AppState>,
     viewer: Viewer,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Form(form): Form<DeleteForm>,
+    Form(form): Form<CsrfForm>,
 ) -> PageResult<Response> {
     viewer.check_form(&headers, &form.csrf)?;
     tokens::delete(&state, viewer.subject(), &viewer.session.user, &id).await?;

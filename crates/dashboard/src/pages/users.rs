@@ -15,7 +15,7 @@ use coderd::store::{UserDeletion, UserQuery, UserRow};
 use codersdk::users::{CreateUserRequest, LoginType, UserStatus};
 use serde::Deserialize;
 
-use super::FieldErrors;
+use super::{CsrfForm, FieldErrors};
 use crate::error::{PageError, PageResult};
 use crate::session::Viewer;
 use crate::view::Chrome;
@@ -95,11 +95,7 @@ async fn page(
     };
     let subject = viewer.subject();
     let filter = subject.filter(Resource::User);
-    let (users, count) = state
-        .store
-        .list_users(&query, &filter)
-        .await
-        .map_err(|e| PageError::from(coderd::domain::Error::from(e)))?;
+    let (users, count) = state.store.list_users(&query, &filter).await?;
     let other_errors = errors.others(&["email", "username", "name", "password"]);
     Ok(UsersPage {
         chrome: Chrome::of(viewer),
@@ -229,40 +225,36 @@ async fn refuse(
     Ok((status, page(state, viewer, q, form, errors).await?).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
 /// The user named in the path, when the viewer may see them.
 async fn target(state: &AppState, viewer: &Viewer, user: &str) -> PageResult<UserRow> {
     Ok(resolve::user(state, viewer.subject(), user).await?)
 }
 
-pub async fn suspend(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    headers: HeaderMap,
-    Path(user): Path<String>,
-    Form(form): Form<CsrfForm>,
-) -> PageResult<Response> {
-    viewer.check_form(&headers, &form.csrf)?;
-    let row = target(&state, &viewer, &user).await?;
-    users::set_status(&state, viewer.subject(), &row, UserStatus::Suspended).await?;
-    Ok(back())
+#[derive(Debug, Deserialize)]
+pub struct StatusForm {
+    #[serde(default)]
+    csrf: String,
+    /// `suspended` or `active`.
+    #[serde(default)]
+    status: String,
 }
 
-pub async fn activate(
+/// Suspends or activates a user; a suspended user can no longer sign in or use their tokens.
+pub async fn status(
     State(state): State<AppState>,
     viewer: Viewer,
     headers: HeaderMap,
     Path(user): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<StatusForm>,
 ) -> PageResult<Response> {
     viewer.check_form(&headers, &form.csrf)?;
+    let status = match form.status.as_str() {
+        "suspended" => UserStatus::Suspended,
+        "active" => UserStatus::Active,
+        other => return Err(PageError::BadRequest(format!("Unknown status {other:?}."))),
+    };
     let row = target(&state, &viewer, &user).await?;
-    users::set_status(&state, viewer.subject(), &row, UserStatus::Active).await?;
+    users::set_status(&state, viewer.subject(), &row, status).await?;
     Ok(back())
 }
 

@@ -60,20 +60,16 @@ pub fn line_text(row: &coderd::store::LogRow) -> String {
     }
 }
 
-async fn page(
+/// The last `max` lines of a job's log, the id of the last one, and whether earlier lines were
+/// left out.
+pub async fn log_tail(
     state: &AppState,
-    viewer: &Viewer,
-    row: WorkspaceRow,
-    error: String,
-) -> PageResult<WorkspacePage> {
-    let ws = views::workspace(state, row).await?;
-    let rows = state
-        .store
-        .job_logs_after(ws.latest_build.job.id, 0)
-        .await
-        .map_err(|e| PageError::from(coderd::domain::Error::from(e)))?;
-    let skip = rows.len().saturating_sub(LOG_TAIL);
-    let log: Vec<LogLine> = rows
+    job: uuid::Uuid,
+    max: usize,
+) -> PageResult<(Vec<LogLine>, i64, bool)> {
+    let rows = state.store.job_logs_after(job, 0).await?;
+    let skip = rows.len().saturating_sub(max);
+    let lines = rows
         .iter()
         .skip(skip)
         .map(|r| LogLine {
@@ -82,6 +78,17 @@ async fn page(
         })
         .collect();
     let after = rows.last().map(|r| r.id).unwrap_or(0);
+    Ok((lines, after, skip > 0))
+}
+
+async fn page(
+    state: &AppState,
+    viewer: &Viewer,
+    row: WorkspaceRow,
+    error: String,
+) -> PageResult<WorkspacePage> {
+    let ws = views::workspace(state, row).await?;
+    let (log, after, _) = log_tail(state, ws.latest_build.job.id, LOG_TAIL).await?;
     let live = WorkspaceLive::new(&ws, &viewer.csrf).render()?;
     Ok(WorkspacePage {
         chrome: Chrome::of(viewer),
@@ -191,11 +198,7 @@ pub async fn cancel(
 ) -> PageResult<Response> {
     viewer.check_form(&headers, &form.csrf)?;
     let row = lookup(&state, &viewer, &owner, &name).await?;
-    let latest = state
-        .store
-        .latest_builds(&[row.id])
-        .await
-        .map_err(|e| PageError::from(coderd::domain::Error::from(e)))?;
+    let latest = state.store.latest_builds(&[row.id]).await?;
     let build = latest.into_iter().next().ok_or(PageError::NotFound)?;
     builds::cancel_build(&state, viewer.subject(), &build, &row).await?;
     Ok(back(&owner, &name))

@@ -265,26 +265,31 @@ async fn user_admins_create_suspend_change_roles_and_delete_users() -> anyhow::R
         .await
         .err()
         .and_then(|e| e.status());
-    for verb in ["suspend", "delete", "roles"] {
+    for (verb, extra) in [("status", "suspended"), ("delete", ""), ("roles", "")] {
         let path = format!("/deployment/users/{id}/{verb}");
-        let page = member.post(&path, &[("csrf", &member_csrf)]).await?;
+        let form = [("csrf", member_csrf.as_str()), ("status", extra)];
+        let page = member.post(&path, &form).await?;
         assert_eq!(Some(page.status), api_suspend, "{verb}");
     }
     assert_eq!(owner.user("alice").await?.status, UserStatus::Active);
 
     // Suspended: alice can no longer sign in; activated: she can again.
-    let suspend = format!("/deployment/users/{id}/suspend");
-    assert_eq!(admin.post(&suspend, &[]).await?.status, 403);
-    assert_eq!(admin.post(&suspend, &[("csrf", &csrf)]).await?.status, 303);
+    let status = format!("/deployment/users/{id}/status");
+    assert_eq!(
+        admin
+            .post(&status, &[("status", "suspended")])
+            .await?
+            .status,
+        403
+    );
+    let suspend = [("csrf", csrf.as_str()), ("status", "suspended")];
+    assert_eq!(admin.post(&status, &suspend).await?.status, 303);
     assert!(app.login("alice@example.com", PASSWORD).await.is_err());
     let list = admin.get("/deployment/users?search=alice").await?;
-    assert!(
-        list.body
-            .contains(&format!("/deployment/users/{id}/activate"))
-    );
-    let activate = format!("/deployment/users/{id}/activate");
-    assert_eq!(admin.post(&activate, &[]).await?.status, 403);
-    assert_eq!(admin.post(&activate, &[("csrf", &csrf)]).await?.status, 303);
+    assert!(list.body.contains("Activate alice"), "{}", list.body);
+    let activate = [("csrf", csrf.as_str()), ("status", "active")];
+    assert_eq!(admin.post(&status, &activate[1..]).await?.status, 403);
+    assert_eq!(admin.post(&status, &activate).await?.status, 303);
     app.login("alice@example.com", PASSWORD).await?;
 
     // Roles: the boxes ticked replace her site roles.
@@ -307,10 +312,7 @@ async fn user_admins_create_suspend_change_roles_and_delete_users() -> anyhow::R
     // One may not suspend oneself.
     let me = owner.user("me").await?.id;
     let own = admin
-        .post(
-            &format!("/deployment/users/{me}/suspend"),
-            &[("csrf", &csrf)],
-        )
+        .post(&format!("/deployment/users/{me}/status"), &suspend)
         .await?;
     assert_eq!(own.status, 400);
 
