@@ -26,6 +26,10 @@ pub struct Sizes {
     pub api_workspaces: usize,
     pub api_rate: f64,
     pub api_duration: Duration,
+    /// P4b: the rates the read mix is stepped through (until one's p95 passes 30 ms), and how
+    /// long each step lasts.
+    pub capacity_rates: Vec<f64>,
+    pub capacity_window: Duration,
     /// P5: workspaces present when listing all of them.
     pub list_workspaces: usize,
     /// `coder server` restarts on an existing embedded cluster.
@@ -35,6 +39,10 @@ pub struct Sizes {
     /// P8: simulated agents, and their steady-state window.
     pub agents: usize,
     pub agent_window: Duration,
+    /// P8b: the large fleet, same cadence and window.
+    pub large_fleet: usize,
+    /// P11: measured `coder create --wait` runs (after a warm-up).
+    pub creates: usize,
     /// Issue 11: sequential template imports of archives of this size.
     pub upload_imports: usize,
     pub upload_bytes: usize,
@@ -71,11 +79,15 @@ impl Sizes {
             api_workspaces: 2_000,
             api_rate: 350.0,
             api_duration: Duration::from_secs(15),
+            capacity_rates: vec![350.0, 500.0, 700.0, 1000.0, 1400.0, 2000.0, 2800.0],
+            capacity_window: Duration::from_secs(8),
             list_workspaces: 10_000,
             startup_runs: 5,
             terraform_builds: 20,
             agents: 2_000,
             agent_window: Duration::from_secs(60),
+            large_fleet: 10_000,
+            creates: 5,
             upload_imports: 100,
             upload_bytes: 9 << 20,
             relay_bytes: 1 << 30,
@@ -91,8 +103,8 @@ impl Sizes {
     }
 
     /// Same scenarios and scales where they define the goal (8 daemons, 50,000 poisoned jobs,
-    /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs; P8 with 200 agents (the
-    /// ramp-up and window of 2,000 do not fit); the relay's transfers and the app proxy's download
+    /// 350 req/s, 10,000 workspaces), shorter windows and fewer runs; P8 with 200 agents and
+    /// P8b with 1,000 (the ramp-up and window of 2,000 and 10,000 do not fit); the relay's transfers and the app proxy's download
     /// of 256 MiB, not 1 GiB.
     pub fn quick() -> Self {
         Self {
@@ -101,10 +113,13 @@ impl Sizes {
             build_window: Duration::from_secs(4),
             bare_jobs: 400,
             api_duration: Duration::from_secs(3),
+            capacity_window: Duration::from_secs(3),
             startup_runs: 2,
             terraform_builds: 4,
             agents: 200,
             agent_window: Duration::from_secs(8),
+            large_fleet: 1_000,
+            creates: 2,
             upload_imports: 30,
             relay_bytes: 256 << 20,
             relay_connects: 10,
@@ -132,11 +147,15 @@ impl Sizes {
             api_workspaces: 30,
             api_rate: 50.0,
             api_duration: Duration::from_secs(1),
+            capacity_rates: vec![50.0, 100.0],
+            capacity_window: Duration::from_secs(1),
             list_workspaces: 60,
             startup_runs: 1,
             terraform_builds: 2,
             agents: 20,
             agent_window: Duration::from_secs(3),
+            large_fleet: 40,
+            creates: 1,
             upload_imports: 3,
             upload_bytes: 1 << 20,
             relay_bytes: 4 << 20,

@@ -14,24 +14,25 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use provisionerd::engines::echo::EchoTemplate;
-use uuid::Uuid;
 
 use crate::conditions::Conditions;
 use crate::config::Config;
-use crate::deploy::{Deployment, agent_template, build_template};
+use crate::deploy::{Deployment, build_template};
 use crate::graphile::{self, GraphileResults};
 use crate::procs::{Cluster, open_dir};
 use crate::report::{Check, Report, Row};
 use crate::scenarios::{
-    Cycling, agentbin, agents, api, bare, builds, ceiling, list, pickup, startup, terraform,
-    uploads,
+    Cycling, agentbin, bare, builds, ceiling, pickup, startup, terraform, uploads,
 };
-use crate::seed::{self, Jobs, Source};
+use crate::seed::{self, Source};
 use crate::stats::Percentiles;
 use apps::app_rows;
 use relay::relay_rows;
 
 mod apps;
+mod create;
+mod fleets;
+mod reads;
 mod relay;
 
 /// Progress on stderr (stdout is for the table).
@@ -57,12 +58,12 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     );
     // Each simulated agent is a socket here and one in `coder server` (which inherits this
     // limit), on top of the pools, daemons and load clients.
-    let want = 4096 + 2 * sizes.agents as u64;
+    let fleet = sizes.agents.max(sizes.large_fleet);
+    let want = 4096 + 2 * fleet as u64;
     let nofile = crate::procs::raise_nofile(want)?;
     anyhow::ensure!(
-        nofile >= sizes.agents as u64 + 1024,
-        "the open-files limit is {nofile}, too low for {} simulated agents (raise `ulimit -n`)",
-        sizes.agents
+        nofile >= fleet as u64 + 1024,
+        "the open-files limit is {nofile}, too low for {fleet} simulated agents (raise `ulimit -n`)"
     );
     let temp;
     let work = match &config.work_dir {
@@ -121,6 +122,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     );
     report.counts.insert("startup_runs".into(), runs.len());
     agent_download_rows(&download, &mut report);
+    create::create_rows(config, &work, &mut report, &progress).await?;
     upload_rows(config, &work, &mut report, &progress).await?;
     relay_rows(config, &work, &mut report, &progress).await?;
     app_rows(config, &work, &mut report, &progress).await?;
@@ -169,6 +171,14 @@ pub enum Only {
     Apps,
     /// P11c: claiming a prebuilt workspace, from the request to a ready agent (issue 18).
     Prebuilds,
+    /// P4, P4b and P5: the API's read mix at a fixed rate, its capacity, and listing every
+    /// workspace (issue 15).
+    Reads,
+    /// P8b: the large fleet of simulated agents on one coderd (issue 15).
+    Agents,
+    /// P11: `coder create --wait` of the local-process template to a ready agent, with where
+    /// the time goes (issue 15).
+    Create,
 }
 
 /// Only one scenario; its rows alone.
@@ -181,8 +191,13 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Some(dir) => open_dir(dir)?,
         None => open_dir(temp.path())?,
     };
+    let daemons = if only == Only::Reads {
+        config.sizes.daemons
+    } else {
+        1
+    };
     let mut report = Report {
-        conditions: Conditions::of_machine(&config.profile, &config.coder_bin, 1),
+        conditions: Conditions::of_machine(&config.profile, &config.coder_bin, daemons),
         rows: Vec::new(),
         notes: Vec::new(),
         counts: BTreeMap::new(),
@@ -192,6 +207,9 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Only::Relay => relay_rows(config, &work, &mut report, &progress).await?,
         Only::Apps => app_rows(config, &work, &mut report, &progress).await?,
         Only::Prebuilds => prebuild_rows(config, &work, &mut report, &progress).await?,
+        Only::Reads => reads::only(config, &work, &mut report, &progress).await?,
+        Only::Agents => fleets::only(config, &work, &mut report, &progress).await?,
+        Only::Create => create::create_rows(config, &work, &mut report, &progress).await?,
     }
     progress.step("done");
     Ok(report)
@@ -290,16 +308,14 @@ fn percentile_rows(report: &mut Report, id: &str, what: &str, runs: &[Percentile
     }
 }
 
-async fn control_plane(
+/// `coder server` on `cluster` with the suite's external echo daemons.
+async fn echo_deployment(
     config: &Config,
     cluster: &Cluster,
     work: &Path,
     report: &mut Report,
-    progress: &Progress,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Deployment> {
     let sizes = &config.sizes;
-    let warmups = usize::from(sizes.warmup);
-    progress.step("starting coder server and the provisioner daemons");
     let mut deploy = Deployment::start(
         &config.coder_bin,
         cluster,
@@ -311,6 +327,39 @@ async fn control_plane(
     deploy
         .start_daemons(&config.coder_bin, sizes.daemons)
         .await?;
+    Ok(deploy)
+}
+
+/// `count` started workspaces of `template`, created through the API, for the build scenarios
+/// to cycle between start and stop.
+async fn cycling(
+    deploy: &Deployment,
+    template: uuid::Uuid,
+    count: usize,
+) -> anyhow::Result<Vec<Cycling>> {
+    Ok(deploy
+        .workspaces(template, "w", count)
+        .await?
+        .iter()
+        .map(|w| Cycling {
+            id: w.id,
+            last_job: w.latest_build.job.id,
+            running: true,
+        })
+        .collect())
+}
+
+async fn control_plane(
+    config: &Config,
+    cluster: &Cluster,
+    work: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let sizes = &config.sizes;
+    let warmups = usize::from(sizes.warmup);
+    progress.step("starting coder server and the provisioner daemons");
+    let deploy = echo_deployment(config, cluster, work, report).await?;
     let (_, build_tpl) = deploy
         .template("bench-echo", &build_template()?, &[], true)
         .await?;
@@ -326,17 +375,7 @@ async fn control_plane(
         "creating {} workspaces through the API",
         sizes.build_workspaces
     ));
-    let created = deploy
-        .workspaces(build_tpl.id, "w", sizes.build_workspaces)
-        .await?;
-    let mut cycling: Vec<Cycling> = created
-        .iter()
-        .map(|w| Cycling {
-            id: w.id,
-            last_job: w.latest_build.job.id,
-            running: true,
-        })
-        .collect();
+    let mut cycling = cycling(&deploy, build_tpl.id, sizes.build_workspaces).await?;
     let bare_ws = deploy.workspaces(bare_tpl.id, "bare-source", 1).await?;
     let bare_source = Source::of(&deploy.pool, bare_ws[0].id).await?;
 
@@ -414,97 +453,11 @@ async fn control_plane(
         .insert("p3_poison_removed".into(), removed as usize);
     deploy.quiesce().await?;
 
-    // P4
+    // P4, P4b, P5
     // A started workspace (resource, agent, app), as most listed workspaces are.
     let running = cycling.iter().find(|w| w.running).unwrap_or(&cycling[0]);
     let source = Source::of(&deploy.pool, running.id).await?;
-    let have = seed::workspace_count(&deploy.pool).await? as usize;
-    seed::workspaces(
-        &deploy.pool,
-        source,
-        sizes.api_workspaces.saturating_sub(have),
-        "api-",
-        Jobs::Completed,
-    )
-    .await?;
-    let ids: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM workspaces WHERE NOT deleted")
-        .fetch_all(&deploy.pool)
-        .await?;
-    report.counts.insert("p4_workspaces".into(), ids.len());
-    progress.step(&format!(
-        "P4 API reads at {} req/s over {} workspaces",
-        sizes.api_rate,
-        ids.len()
-    ));
-    if sizes.warmup {
-        api::run(
-            &deploy,
-            &ids,
-            build_tpl.id,
-            sizes.api_rate,
-            Duration::from_secs(1),
-        )
-        .await?;
-    }
-    let mut p4 = Vec::new();
-    let mut p4_kinds: Vec<Vec<Percentiles>> = vec![Vec::new(); api::Kind::ALL.len()];
-    let mut p4_errors = 0;
-    let mut p4_offered = Vec::new();
-    for _ in 0..sizes.runs {
-        let run = api::run(
-            &deploy,
-            &ids,
-            build_tpl.id,
-            sizes.api_rate,
-            sizes.api_duration,
-        )
-        .await?;
-        p4_errors += run.errors;
-        if let Some(e) = run.first_error {
-            report
-                .notes
-                .push(format!("P4: {} failed requests, first: {e}", run.errors));
-        }
-        *report.counts.entry("p4_requests".into()).or_default() += run.samples.len() + run.errors;
-        p4_offered.push(run.offered);
-        let all: Vec<Duration> = run.samples.iter().map(|(_, d)| *d).collect();
-        p4.push(Percentiles::of(&all).context("P4 measured no request")?);
-        for (k, kind) in api::Kind::ALL.iter().enumerate() {
-            let of_kind: Vec<Duration> = run
-                .samples
-                .iter()
-                .filter(|(sk, _)| sk == kind)
-                .map(|(_, d)| *d)
-                .collect();
-            if let Some(p) = Percentiles::of(&of_kind) {
-                p4_kinds[k].push(p);
-            }
-        }
-    }
-    report.counts.insert("p4_errors".into(), p4_errors);
-
-    // P5
-    let have = seed::workspace_count(&deploy.pool).await? as usize;
-    seed::workspaces(
-        &deploy.pool,
-        source,
-        sizes.list_workspaces.saturating_sub(have),
-        "list-",
-        Jobs::Completed,
-    )
-    .await?;
-    let total = seed::workspace_count(&deploy.pool).await? as usize;
-    progress.step(&format!("P5 listing all {total} workspaces"));
-    let mut p5 = Vec::new();
-    let mut p5_bytes = 0;
-    for run in 0..warmups + sizes.runs {
-        let listed = list::run(&deploy, total).await?;
-        if run >= warmups {
-            p5.push(listed.elapsed.as_secs_f64());
-            p5_bytes = listed.bytes;
-            report.counts.insert("p5_listed".into(), total);
-        }
-    }
+    let reads_run = reads::measure(sizes, &deploy, source, build_tpl.id, report, progress).await?;
 
     // P2b and the baselines.
     progress.step("P2b bare jobs through the daemons");
@@ -582,38 +535,18 @@ async fn control_plane(
         }
     }
 
-    // P8
-    progress.step(&format!(
-        "P8 {} simulated agents: seeding and connecting",
-        sizes.agents
-    ));
-    let (_, agent_tpl) = deploy
-        .template("bench-agents", &agent_template()?, &[], true)
-        .await?;
-    let agent_tpl = agent_tpl.context("the agent template was not created")?;
-    let first = deploy.workspaces(agent_tpl.id, "agents-source", 1).await?;
-    let agent_source = Source::of(&deploy.pool, first[0].id).await?;
-    let mut agent_jobs = seed::workspaces(
-        &deploy.pool,
-        agent_source,
-        sizes.agents.saturating_sub(1),
-        "agents-",
-        Jobs::Completed,
+    // P8, then P8b on the same deployment (its fleet includes P8's agents).
+    let p8 = fleets::measure(&deploy, "P8", sizes.agents, sizes.agent_window, progress).await?;
+    fleets::rows(report, "P8", &p8);
+    let p8b = fleets::measure(
+        &deploy,
+        "P8b",
+        sizes.large_fleet,
+        sizes.agent_window,
+        progress,
     )
     .await?;
-    agent_jobs.push(agent_source.job);
-    let tokens = seed::agent_tokens(&deploy.pool, &agent_jobs).await?;
-    anyhow::ensure!(
-        tokens.len() == sizes.agents,
-        "seeded {} agents, not {}",
-        tokens.len(),
-        sizes.agents
-    );
-    let agents_run = agents::run(&deploy, &tokens, sizes.agent_window, &|what| {
-        progress.step(&format!("P8 {what}"))
-    })
-    .await?;
-    agent_rows(report, &agents_run);
+    fleets::rows(report, "P8b", &p8b);
     deploy.stop().await?;
 
     // Rows.
@@ -759,55 +692,7 @@ async fn control_plane(
                 sizes.daemons
             )),
     );
-    report.rows.push(
-        Row::new(
-            "P4",
-            "API reads p50",
-            "ms",
-            &p4.iter().map(|p| p.p50).collect::<Vec<_>>(),
-        )
-        .note(format!(
-            "{} req/s open loop, {} workspaces",
-            sizes.api_rate, sizes.api_workspaces
-        )),
-    );
-    report.rows.push(
-        Row::new(
-            "P4",
-            "API reads p95",
-            "ms",
-            &p4.iter().map(|p| p.p95).collect::<Vec<_>>(),
-        )
-        .goal("≤ 30 ms", Check::max(30.0)),
-    );
-    report.rows.push(Row::new(
-        "P4",
-        "API reads p99",
-        "ms",
-        &p4.iter().map(|p| p.p99).collect::<Vec<_>>(),
-    ));
-    for (k, kind) in api::Kind::ALL.iter().enumerate() {
-        report.rows.push(Row::new(
-            "P4",
-            &format!("{} p95", kind.label()),
-            "ms",
-            &p4_kinds[k].iter().map(|p| p.p95).collect::<Vec<_>>(),
-        ));
-    }
-    report.rows.push(
-        Row::new("P4", "failed requests", "", &[p4_errors as f64]).goal("none", Check::max(0.0)),
-    );
-    report.rows.push(Row::new(
-        "P4",
-        "offered rate (schedule fidelity)",
-        "req/s",
-        &p4_offered,
-    ));
-    report.rows.push(
-        Row::new("P5", &format!("list all {total} workspaces"), "s", &p5)
-            .goal("≤ 1 s", Check::max(1.0))
-            .note(format!("{:.1} MiB of JSON", p5_bytes as f64 / 1048576.0)),
-    );
+    reads::rows(report, sizes, &reads_run);
     report.rows.push(
         Row::new("P6", "coderd RSS idle", "MiB", &[idle.rss_mib])
             .goal("≤ 30 MB", Check::max(30.0 * 1e6 / 1048576.0))
@@ -934,125 +819,4 @@ fn terraform_rows(report: &mut Report, run: &terraform::TerraformRun, binary: &P
         "P7: template import (terraform init + plan, not measured) took {:.1} s",
         run.import.as_secs_f64()
     ));
-}
-
-fn agent_rows(report: &mut Report, run: &agents::AgentsRun) {
-    let n = run.agents;
-    report.counts.insert("p8_agents".into(), n);
-    report.counts.insert("p8_calls".into(), run.calls.len());
-    report.counts.insert("p8_errors".into(), run.errors);
-    let window = run.window.as_secs_f64();
-    report.rows.push(
-        Row::new(
-            "P8",
-            &format!("{n} simulated agents: coderd CPU"),
-            "vCPU",
-            &[run.cpu],
-        )
-        .goal("≤ 1 vCPU", Check::max(1.0))
-        .note(format!(
-            "{window:.0} s steady state; per agent a 2-key metadata batch every {} s and stats \
-             every {} s",
-            agents::METADATA_EVERY.as_secs(),
-            agents::STATS_EVERY.as_secs()
-        )),
-    );
-    report.rows.push(
-        Row::new(
-            "P8",
-            "coderd RSS peak during the window",
-            "MiB",
-            &[run.rss_peak],
-        )
-        .baseline("RSS before the agents connected", Ok(&[run.rss_before]))
-        .goal("≤ 1 GiB", Check::max(1024.0))
-        .note("sampled every 500 ms"),
-    );
-    report.rows.push(
-        Row::new(
-            "P8",
-            "coderd RSS growth from connecting the agents to the window's peak",
-            "MiB",
-            &[run.rss_peak - run.rss_before],
-        )
-        .note(format!(
-            "{:.1} KiB per agent",
-            (run.rss_peak - run.rss_before) * 1024.0 / n.max(1) as f64
-        )),
-    );
-    report.rows.push(Row::new(
-        "P8",
-        "coderd RSS at the window's end",
-        "MiB",
-        &[run.rss_end],
-    ));
-    let all: Vec<Duration> = run.calls.iter().map(|(_, d)| *d).collect();
-    if let Some(p) = Percentiles::of(&all) {
-        report.rows.push(
-            Row::new("P8", "agent API p50", "ms", &[p.p50]).note(format!(
-                "{} calls in the window, timed by the agent",
-                p.count
-            )),
-        );
-        report.rows.push(
-            Row::new("P8", "agent API p95", "ms", &[p.p95]).goal("≤ 50 ms", Check::max(50.0)),
-        );
-        report
-            .rows
-            .push(Row::new("P8", "agent API p99", "ms", &[p.p99]));
-    } else {
-        report.rows.push(
-            Row::not_measured("P8", "agent API p95", "no call was sent in the window")
-                .goal("≤ 50 ms", Check::max(50.0)),
-        );
-    }
-    for (call, what) in [
-        (agents::Call::Metadata, "metadata batch p95"),
-        (agents::Call::Stats, "stats report p95"),
-    ] {
-        let of: Vec<Duration> = run
-            .calls
-            .iter()
-            .filter(|(c, _)| *c == call)
-            .map(|(_, d)| *d)
-            .collect();
-        if let Some(p) = Percentiles::of(&of) {
-            report.rows.push(Row::new("P8", what, "ms", &[p.p95]));
-        }
-    }
-    let expected = n as f64
-        * (1.0 / agents::METADATA_EVERY.as_secs_f64() + 1.0 / agents::STATS_EVERY.as_secs_f64());
-    report.rows.push(
-        Row::new(
-            "P8",
-            "agent calls answered in the window",
-            "calls/s",
-            &[run.calls.len() as f64 / window],
-        )
-        .note(format!("scheduled {expected:.0}/s")),
-    );
-    report.rows.push(Row::new(
-        "P8",
-        "database transactions",
-        "xacts/s",
-        &[run.xacts_per_second],
-    ));
-    report.rows.push(
-        Row::new("P8", "failed agent calls", "", &[run.errors as f64])
-            .goal("none", Check::max(0.0)),
-    );
-    if let Some(e) = &run.first_error {
-        report
-            .notes
-            .push(format!("P8: {} failed agent calls, first: {e}", run.errors));
-    }
-    report.rows.push(
-        Row::new(
-            "P8",
-            "connect, manifest and `ready` for all agents",
-            "s",
-            &[run.connect.as_secs_f64()],
-        )
-        .note("ramp-up, 32 at a time; not part of the window"),
-    );
 }

@@ -47,12 +47,17 @@ resource "terraform_data" "instance" {
 
 /// The template as the tar archive `coder templates push` would upload.
 pub fn archive() -> anyhow::Result<Vec<u8>> {
+    archive_of(MAIN_TF)
+}
+
+/// A one-file template (`main.tf`) as the tar archive `coder templates push` would upload.
+pub fn archive_of(main_tf: &str) -> anyhow::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     let mut header = tar::Header::new_gnu();
-    header.set_size(MAIN_TF.len() as u64);
+    header.set_size(main_tf.len() as u64);
     header.set_mode(0o644);
     header.set_mtime(0);
-    builder.append_data(&mut header, "main.tf", MAIN_TF.as_bytes())?;
+    builder.append_data(&mut header, "main.tf", main_tf.as_bytes())?;
     Ok(builder.into_inner()?)
 }
 

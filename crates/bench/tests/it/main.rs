@@ -208,6 +208,39 @@ async fn a_tiny_run_completes_with_sane_figures() -> anyhow::Result<()> {
     assert!(median(&report, "P8", "database transactions")? > 0.0);
     assert!(median(&report, "P8", "agent calls answered")? > 0.0);
 
+    // P8b: the larger fleet, every agent of it answered.
+    assert_eq!(count(&report, "p8b_agents")?, sizes.large_fleet);
+    assert_eq!(count(&report, "p8b_errors")?, 0);
+    assert!(median(&report, "P8b", "agent API p95")? > 0.0);
+
+    // P4b: the ladder ran, from its first rate; the capacity is one of its rates (or 0 when the
+    // first step already failed).
+    let capacity = row(&report, "P4b", "capacity")?;
+    let found = capacity.ours.as_ref().context("P4b has no figure")?.median;
+    assert!(
+        found == 0.0 || sizes.capacity_rates.contains(&found),
+        "{found}"
+    );
+    assert!(
+        capacity
+            .note
+            .contains(&format!("{:.0}/s", sizes.capacity_rates[0]))
+    );
+
+    // P11: every create measured and split into parts that fit in it, when terraform is
+    // there; said why not when it is not.
+    if bench::scenarios::terraform::on_path().is_some() {
+        assert_eq!(count(&report, "p11_creates")?, sizes.creates);
+        let total = median(&report, "P11", "coder create --wait")?;
+        for part in bench::scenarios::create::PARTS {
+            let v = median(&report, "P11", part)?;
+            assert!((0.0..=total).contains(&v), "{part}: {v} of {total}");
+        }
+    } else {
+        let r = row(&report, "P11", "coder create --wait")?;
+        assert_eq!(r.verdict, Verdict::Skipped);
+    }
+
     // The relay: every transfer and idle stream happened through a real agent; the direct
     // baselines are there (sshd's, or why not).
     assert_eq!(count(&report, "relay_transfers")?, runs);

@@ -8,6 +8,7 @@ use codersdk::provisioners::{
     ProvisionerJob, ProvisionerJobInput, ProvisionerJobMetadata, ProvisionerJobStatus,
     ProvisionerJobType,
 };
+use serde::Deserialize;
 use uuid::Uuid;
 
 use super::Result;
@@ -18,12 +19,14 @@ use crate::provisioners::tags;
 use crate::state::AppState;
 use crate::store::{DaemonRow, JobRow};
 
+// Read in place: a listing matches every job against every daemon, and cloning each tag
+// document first showed up in its profile.
 pub fn job_tags(job: &JobRow) -> Tags {
-    serde_json::from_value(job.tags.clone()).unwrap_or_default()
+    Tags::deserialize(&job.tags).unwrap_or_default()
 }
 
 pub fn daemon_tags(daemon: &DaemonRow) -> Tags {
-    serde_json::from_value(daemon.tags.clone()).unwrap_or_default()
+    Tags::deserialize(&daemon.tags).unwrap_or_default()
 }
 
 pub fn daemon_online(state: &AppState, daemon: &DaemonRow) -> bool {
@@ -75,14 +78,24 @@ pub async fn render(
     job: &JobRow,
     daemons: &[DaemonRow],
 ) -> Result<ProvisionerJob> {
+    Ok(render_matched(state, job, daemons).await?.0)
+}
+
+/// Renders a job with the summary of the daemons that could run it.
+pub async fn render_matched(
+    state: &AppState,
+    job: &JobRow,
+    daemons: &[DaemonRow],
+) -> Result<(ProvisionerJob, MatchedProvisioners)> {
     let status = job_status(job);
     let (mut queue_position, mut queue_size) = (0, 0);
     let (available_workers, summary) = matched(state, job, daemons);
+    let tags = job_tags(job);
     let mut waiting_reason = String::new();
     if status == ProvisionerJobStatus::Pending {
         (queue_position, queue_size) = state.store.queue_position(job).await?;
         if available_workers.is_empty() {
-            let tags = describe_tags(&job_tags(job));
+            let tags = describe_tags(&tags);
             waiting_reason = if summary.count == 0 {
                 format!(
                     "No {} provisioner daemon in this organization has tags matching this job's \
@@ -114,7 +127,7 @@ pub async fn render(
             .and_then(|v| v.as_str())
             .and_then(|s| s.parse().ok()),
     };
-    Ok(ProvisionerJob {
+    let rendered = ProvisionerJob {
         id: job.id,
         created_at: job.created_at,
         started_at: job.started_at,
@@ -126,7 +139,7 @@ pub async fn render(
         worker_id: job.worker_id,
         worker_name,
         file_id: job.file_id,
-        tags: job_tags(job),
+        tags,
         queue_position,
         queue_size,
         organization_id: job.organization_id,
@@ -140,7 +153,8 @@ pub async fn render(
         metadata: ProvisionerJobMetadata::default(),
         logs_overflowed: job.logs_overflowed,
         waiting_reason,
-    })
+    };
+    Ok((rendered, summary))
 }
 
 /// Renders a job together with the daemons of its organization.
@@ -149,9 +163,7 @@ pub async fn render_one(
     job: &JobRow,
 ) -> Result<(ProvisionerJob, MatchedProvisioners)> {
     let daemons = state.store.daemons(Some(job.organization_id), None).await?;
-    let rendered = render(state, job, &daemons).await?;
-    let (_, summary) = matched(state, job, &daemons);
-    Ok((rendered, summary))
+    render_matched(state, job, &daemons).await
 }
 
 async fn daemon_job(state: &AppState, job: Option<JobRow>) -> Result<Option<ProvisionerDaemonJob>> {

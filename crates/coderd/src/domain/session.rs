@@ -25,7 +25,12 @@ fn invalid_token() -> Error {
 /// Validates a token and loads the caller. A dormant user becomes active by using the account.
 pub async fn authenticate(state: &AppState, token: &str) -> Result<Session> {
     let (id, secret) = crate::auth::split_token(token).ok_or_else(invalid_token)?;
-    let (key, mut user, memberships) = match state.store.api_key_with_user(id).await {
+    let store::KeyHolder {
+        key,
+        mut user,
+        memberships,
+        groups,
+    } = match state.store.api_key_with_user(id).await {
         Ok(found) => found,
         Err(store::Error::NotFound) => return Err(invalid_token()),
         Err(e) => return Err(e.into()),
@@ -57,7 +62,6 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Session> {
         _ => {}
     }
     refresh_key_if_due(state, &key, now);
-    let groups = state.store.group_ids_of_user(user.id).await?;
     let subject = Subject {
         user_id: user.id,
         site_roles: user.rbac_roles.clone(),

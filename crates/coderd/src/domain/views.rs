@@ -11,14 +11,13 @@ use super::render::{build_status, resources};
 use super::{Error, Result, jobs, template_schedules};
 use crate::state::AppState;
 use crate::store::{
-    BuildFacts, BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow,
-    TemplateVersionRow, WorkspaceRow,
+    BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow, TemplateVersionRow,
+    WorkspaceRow,
 };
 
 /// Everything needed to render builds in bulk: their jobs, resources and the daemons.
 struct BuildContext {
     jobs: HashMap<Uuid, JobRow>,
-    facts: HashMap<Uuid, BuildFacts>,
     resources: HashMap<Uuid, Vec<ResourceTree>>,
     daemons: Vec<DaemonRow>,
 }
@@ -26,8 +25,6 @@ struct BuildContext {
 async fn build_context(state: &AppState, builds: &[BuildRow]) -> Result<BuildContext> {
     let job_ids: Vec<Uuid> = builds.iter().map(|b| b.job_id).collect();
     let jobs = state.store.jobs_by_ids(&job_ids).await?;
-    let build_ids: Vec<Uuid> = builds.iter().map(|b| b.id).collect();
-    let facts = state.store.build_facts(&build_ids).await?;
     let trees = state.store.resources_of_jobs(&job_ids).await?;
     let mut resources: HashMap<Uuid, Vec<ResourceTree>> = HashMap::new();
     for tree in trees {
@@ -47,7 +44,6 @@ async fn build_context(state: &AppState, builds: &[BuildRow]) -> Result<BuildCon
     };
     Ok(BuildContext {
         jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
-        facts: facts.into_iter().map(|f| (f.build_id, f)).collect(),
         resources,
         daemons,
     })
@@ -60,13 +56,10 @@ async fn build_view(
 ) -> Result<WorkspaceBuild> {
     let job = ctx
         .jobs
-        .get(&row.job_id)
-        .cloned()
+        .remove(&row.job_id)
         .ok_or_else(|| Error::internal(format!("build {} has no job", row.id)))?;
-    let rendered = jobs::render(state, &job, &ctx.daemons).await?;
-    let (_, matched) = jobs::matched(state, &job, &ctx.daemons);
+    let (rendered, matched) = jobs::render_matched(state, &job, &ctx.daemons).await?;
     let status = build_status(&row.transition, rendered.status);
-    let facts = ctx.facts.get(&row.id).copied().unwrap_or_default();
     let mut resources = resources(ctx.resources.remove(&row.job_id).unwrap_or_default());
     name_subdomain_apps(
         state,
@@ -97,9 +90,9 @@ async fn build_view(
         status,
         daily_cost: row.daily_cost,
         matched_provisioners: Some(matched),
-        has_ai_task: facts.has_ai_task,
-        ai_task_sidebar_app_id: facts.ai_task_sidebar_app_id,
-        has_external_agent: facts.has_external_agent,
+        has_ai_task: row.has_ai_task,
+        ai_task_sidebar_app_id: row.ai_task_sidebar_app_id,
+        has_external_agent: row.has_external_agent,
         template_version_preset_id: row.template_version_preset_id,
     })
 }

@@ -224,6 +224,9 @@ mod tests {
                     template_version_name: "v1".into(),
                     initiator_username: "u".into(),
                     template_version_preset_id: None,
+                    has_ai_task: None,
+                    ai_task_sidebar_app_id: None,
+                    has_external_agent: None,
                 },
                 job: JobRow {
                     id: Uuid::new_v4(),

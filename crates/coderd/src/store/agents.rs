@@ -37,7 +37,7 @@ pub struct AgentContext {
     pub latest_build_number: i32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct ScriptRow {
     pub id: Uuid,
     pub agent_id: Uuid,
@@ -68,7 +68,7 @@ pub struct DevcontainerRow {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct LogSourceRow {
     pub id: Uuid,
     pub agent_id: Uuid,

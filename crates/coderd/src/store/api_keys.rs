@@ -32,6 +32,18 @@ pub struct NewApiKey {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A key with the user it belongs to and what the user belongs to: everything authenticating
+/// a request reads, in one statement.
+#[derive(Debug, Clone)]
+pub struct KeyHolder {
+    pub key: ApiKeyRow,
+    pub user: UserRow,
+    /// Organizations and the user's roles in each.
+    pub memberships: Vec<(Uuid, Vec<String>)>,
+    /// The groups the user was added to (the Everyone groups are implied by memberships).
+    pub groups: Vec<Uuid>,
+}
+
 impl Store {
     pub async fn insert_api_key(
         &self,
@@ -66,10 +78,7 @@ impl Store {
 
     /// The key, its user and the user's memberships (organization, roles) in one round trip:
     /// this runs on every authenticated request.
-    pub async fn api_key_with_user(
-        &self,
-        id: &str,
-    ) -> Result<(ApiKeyRow, UserRow, Vec<(Uuid, Vec<String>)>)> {
+    pub async fn api_key_with_user(&self, id: &str) -> Result<KeyHolder> {
         timed("api_key_with_user", async {
             let r = sqlx::query!(
                 r#"SELECT k.id, k.hashed_secret, k.user_id, k.login_type AS key_login_type,
@@ -81,7 +90,9 @@ impl Store {
                           COALESCE((SELECT array_agg(m.organization_id ORDER BY m.organization_id)
                                     FROM organization_members m WHERE m.user_id = u.id), '{}') AS "member_orgs!",
                           COALESCE((SELECT array_agg(array_to_string(m.roles, ',') ORDER BY m.organization_id)
-                                    FROM organization_members m WHERE m.user_id = u.id), '{}') AS "member_roles!"
+                                    FROM organization_members m WHERE m.user_id = u.id), '{}') AS "member_roles!",
+                          COALESCE((SELECT array_agg(g.group_id ORDER BY g.group_id)
+                                    FROM group_members g WHERE g.user_id = u.id), '{}') AS "groups!"
                    FROM api_keys k JOIN users u ON u.id = k.user_id
                    WHERE k.id = $1"#,
                 id
@@ -125,7 +136,12 @@ impl Store {
                 last_seen_at: r.last_seen_at,
                 deleted: r.deleted,
             };
-            Ok((key, user, memberships))
+            Ok(KeyHolder {
+                key,
+                user,
+                memberships,
+                groups: r.groups,
+            })
         })
         .await
     }

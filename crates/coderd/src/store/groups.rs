@@ -144,19 +144,6 @@ impl Store {
         .await
     }
 
-    /// The groups `user` was added to (the Everyone groups are implied by memberships).
-    pub async fn group_ids_of_user(&self, user: Uuid) -> Result<Vec<Uuid>> {
-        timed("group_ids_of_user", async {
-            Ok(sqlx::query_scalar!(
-                "SELECT group_id FROM group_members WHERE user_id = $1 ORDER BY group_id",
-                user
-            )
-            .fetch_all(&self.pool)
-            .await?)
-        })
-        .await
-    }
-
     pub async fn create_group(&self, g: &NewGroup, log: Option<&NewAuditLog>) -> Result<GroupRow> {
         timed("create_group", async {
             let mut tx = self.pool.begin().await?;
@@ -250,30 +237,31 @@ impl Store {
         .await
     }
 
-    /// A template's access list.
+    /// A template's access list (both halves in one statement: every template read asks).
     pub async fn template_acl(&self, template: Uuid) -> Result<Acl> {
         timed("template_acl", async {
-            let users = sqlx::query!(
-                "SELECT user_id, role FROM template_user_acl WHERE template_id = $1",
+            let r = sqlx::query!(
+                r#"SELECT COALESCE((SELECT array_agg(user_id ORDER BY user_id) FROM template_user_acl
+                                    WHERE template_id = $1), '{}') AS "user_ids!: Vec<Uuid>",
+                          COALESCE((SELECT array_agg(role ORDER BY user_id) FROM template_user_acl
+                                    WHERE template_id = $1), '{}') AS "user_roles!: Vec<String>",
+                          COALESCE((SELECT array_agg(group_id ORDER BY group_id) FROM template_group_acl
+                                    WHERE template_id = $1), '{}') AS "group_ids!: Vec<Uuid>",
+                          COALESCE((SELECT array_agg(role ORDER BY group_id) FROM template_group_acl
+                                    WHERE template_id = $1), '{}') AS "group_roles!: Vec<String>""#,
                 template
             )
-            .fetch_all(&self.pool)
+            .fetch_one(&self.pool)
             .await?;
-            let groups = sqlx::query!(
-                "SELECT group_id, role FROM template_group_acl WHERE template_id = $1",
-                template
-            )
-            .fetch_all(&self.pool)
-            .await?;
+            let parse = |ids: Vec<Uuid>, roles: Vec<String>| {
+                ids.into_iter()
+                    .zip(roles)
+                    .filter_map(|(id, role)| Some((id, role.parse().ok()?)))
+                    .collect()
+            };
             Ok(Acl {
-                users: users
-                    .into_iter()
-                    .filter_map(|r| Some((r.user_id, r.role.parse().ok()?)))
-                    .collect(),
-                groups: groups
-                    .into_iter()
-                    .filter_map(|r| Some((r.group_id, r.role.parse().ok()?)))
-                    .collect(),
+                users: parse(r.user_ids, r.user_roles),
+                groups: parse(r.group_ids, r.group_roles),
             })
         })
         .await

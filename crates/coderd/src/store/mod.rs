@@ -32,7 +32,7 @@ pub use agents::{
     AgentAuth, AgentContext, AgentLogRow, DevcontainerRow, LogSourceRow, MetadataEntry,
     MetadataWrite, ScriptRow,
 };
-pub use api_keys::{ApiKeyRow, NewApiKey};
+pub use api_keys::{ApiKeyRow, KeyHolder, NewApiKey};
 pub use audit::{AuditLogRow, AuditQuery, NewAuditLog};
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
@@ -55,7 +55,6 @@ pub use user_links::LinkUpdate;
 pub use user_secrets::{UserSecretChanges, UserSecretRow};
 use users::insert_user;
 pub use users::{NewUser, UserDeletion, UserQuery, UserRow};
-pub use version_facts::BuildFacts;
 pub use workspaces::{
     BuildContext, BuildRow, NewBuild, NewWorkspace, WorkspaceQuery, WorkspaceRow,
 };

@@ -1,10 +1,9 @@
 //! `workspace_resources`, their metadata, agents and apps: what a job produced.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use codersdk::proto::{self, AgentAuth};
 use serde_json::Value;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{Result, Store, timed};
@@ -24,7 +23,7 @@ pub struct ResourceRow {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct MetadataRow {
     pub workspace_resource_id: Uuid,
     pub position: i32,
@@ -33,11 +32,14 @@ pub struct MetadataRow {
     pub sensitive: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct AgentRow {
     pub id: Uuid,
     pub resource_id: Uuid,
     pub name: String,
+    /// Not loaded with a resource tree ([`Store::resources_of_jobs`]): only authenticating an
+    /// agent needs it, and that reads the agent on its own.
+    #[serde(skip_deserializing)]
     pub auth_token_hash: Option<Vec<u8>>,
     pub auth_instance_id: Option<String>,
     pub architecture: String,
@@ -67,7 +69,7 @@ pub struct AgentRow {
     pub subsystems: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct AppRow {
     pub id: Uuid,
     pub agent_id: Uuid,
@@ -91,7 +93,7 @@ pub struct AppRow {
 }
 
 /// An agent with what hangs off it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct AgentTree {
     pub agent: AgentRow,
     pub apps: Vec<AppRow>,
@@ -404,74 +406,52 @@ impl Store {
         })
     }
 
-    /// Everything produced by `jobs`, grouped per resource, in creation order.
+    /// Everything produced by `jobs`, grouped per resource, in creation order: one statement,
+    /// the metadata and agents (with their apps, scripts and log sources) aggregated as JSON per
+    /// resource, so a build's tree costs one round trip however deep it is.
     pub async fn resources_of_jobs(&self, jobs: &[Uuid]) -> Result<Vec<ResourceTree>> {
         timed("resources_of_jobs", async {
-            let resources = sqlx::query_as!(
-                ResourceRow,
-                "SELECT * FROM workspace_resources WHERE job_id = ANY($1) ORDER BY created_at, name",
+            let rows = sqlx::query!(
+                r#"SELECT r.id, r.job_id, r.transition, r.type AS kind, r.name, r.hide, r.icon,
+                          r.instance_type, r.daily_cost, r.module_path, r.created_at,
+                          COALESCE((SELECT jsonb_agg(to_jsonb(m) ORDER BY m.position)
+                                    FROM workspace_resource_metadata m
+                                    WHERE m.workspace_resource_id = r.id), '[]') AS "metadata!: Json<Vec<MetadataRow>>",
+                          COALESCE((SELECT jsonb_agg(jsonb_build_object(
+                                        'agent', to_jsonb(a) - 'auth_token_hash',
+                                        'apps', COALESCE((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.display_order, p.slug)
+                                                          FROM workspace_apps p WHERE p.agent_id = a.id), '[]'),
+                                        'scripts', COALESCE((SELECT jsonb_agg(to_jsonb(s) ORDER BY s.created_at, s.display_name)
+                                                             FROM workspace_agent_scripts s WHERE s.agent_id = a.id), '[]'),
+                                        'log_sources', COALESCE((SELECT jsonb_agg(to_jsonb(l) ORDER BY l.created_at, l.display_name)
+                                                                 FROM workspace_agent_log_sources l WHERE l.agent_id = a.id), '[]'))
+                                    ORDER BY a.display_order, a.name)
+                                    FROM workspace_agents a WHERE a.resource_id = r.id), '[]') AS "agents!: Json<Vec<AgentTree>>"
+                   FROM workspace_resources r
+                   WHERE r.job_id = ANY($1)
+                   ORDER BY r.created_at, r.name"#,
                 jobs
             )
             .fetch_all(&self.pool)
             .await?;
-            if resources.is_empty() {
-                return Ok(Vec::new());
-            }
-            let ids: Vec<Uuid> = resources.iter().map(|r| r.id).collect();
-            let metadata = sqlx::query_as!(
-                MetadataRow,
-                "SELECT * FROM workspace_resource_metadata WHERE workspace_resource_id = ANY($1) ORDER BY position",
-                &ids
-            )
-            .fetch_all(&self.pool)
-            .await?;
-            let agents = sqlx::query_as!(
-                AgentRow,
-                "SELECT * FROM workspace_agents WHERE resource_id = ANY($1) ORDER BY display_order, name",
-                &ids
-            )
-            .fetch_all(&self.pool)
-            .await?;
-            let agent_ids: Vec<Uuid> = agents.iter().map(|a| a.id).collect();
-            let apps = sqlx::query_as!(
-                AppRow,
-                "SELECT * FROM workspace_apps WHERE agent_id = ANY($1) ORDER BY display_order, slug",
-                &agent_ids
-            )
-            .fetch_all(&self.pool)
-            .await?;
-            let mut apps_by_agent: HashMap<Uuid, Vec<AppRow>> = HashMap::new();
-            for app in apps {
-                apps_by_agent.entry(app.agent_id).or_default().push(app);
-            }
-            let mut scripts_by_agent: HashMap<Uuid, Vec<super::ScriptRow>> = HashMap::new();
-            for script in self.agent_scripts(&agent_ids).await? {
-                scripts_by_agent.entry(script.agent_id).or_default().push(script);
-            }
-            let mut sources_by_agent: HashMap<Uuid, Vec<super::LogSourceRow>> = HashMap::new();
-            for source in self.agent_log_sources(&agent_ids).await? {
-                sources_by_agent.entry(source.agent_id).or_default().push(source);
-            }
-            let mut agents_by_resource: HashMap<Uuid, Vec<AgentTree>> = HashMap::new();
-            for agent in agents {
-                let tree = AgentTree {
-                    apps: apps_by_agent.remove(&agent.id).unwrap_or_default(),
-                    scripts: scripts_by_agent.remove(&agent.id).unwrap_or_default(),
-                    log_sources: sources_by_agent.remove(&agent.id).unwrap_or_default(),
-                    agent,
-                };
-                agents_by_resource.entry(tree.agent.resource_id).or_default().push(tree);
-            }
-            let mut metadata_by_resource: HashMap<Uuid, Vec<MetadataRow>> = HashMap::new();
-            for item in metadata {
-                metadata_by_resource.entry(item.workspace_resource_id).or_default().push(item);
-            }
-            Ok(resources
+            Ok(rows
                 .into_iter()
-                .map(|resource| ResourceTree {
-                    metadata: metadata_by_resource.remove(&resource.id).unwrap_or_default(),
-                    agents: agents_by_resource.remove(&resource.id).unwrap_or_default(),
-                    resource,
+                .map(|r| ResourceTree {
+                    resource: ResourceRow {
+                        id: r.id,
+                        job_id: r.job_id,
+                        transition: r.transition,
+                        r#type: r.kind,
+                        name: r.name,
+                        hide: r.hide,
+                        icon: r.icon,
+                        instance_type: r.instance_type,
+                        daily_cost: r.daily_cost,
+                        module_path: r.module_path,
+                        created_at: r.created_at,
+                    },
+                    metadata: r.metadata.0,
+                    agents: r.agents.0,
                 })
                 .collect())
         })

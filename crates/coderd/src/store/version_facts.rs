@@ -76,31 +76,7 @@ pub(crate) async fn record_build_facts(
     Ok(())
 }
 
-/// What a finished build recorded about AI tasks and external agents.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BuildFacts {
-    pub build_id: Uuid,
-    pub has_ai_task: Option<bool>,
-    pub ai_task_sidebar_app_id: Option<Uuid>,
-    pub has_external_agent: Option<bool>,
-}
-
 impl Store {
-    /// The facts of these builds (every build has a row; unfinished ones hold `None`s).
-    pub async fn build_facts(&self, builds: &[Uuid]) -> Result<Vec<BuildFacts>> {
-        timed("build_facts", async {
-            Ok(sqlx::query_as!(
-                BuildFacts,
-                r#"SELECT id AS build_id, has_ai_task, ai_task_sidebar_app_id, has_external_agent
-                   FROM workspace_builds WHERE id = ANY($1)"#,
-                builds
-            )
-            .fetch_all(&self.pool)
-            .await?)
-        })
-        .await
-    }
-
     /// The owner's secrets a build needs: those its template version declares.
     pub async fn build_secret_requirements(&self, build: Uuid) -> Result<Vec<SecretRequirement>> {
         timed("build_secret_requirements", async {

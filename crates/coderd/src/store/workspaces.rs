@@ -68,6 +68,11 @@ pub struct BuildRow {
     pub initiator_username: String,
     /// The preset the build was created with (Coder's `template_version_preset_id`).
     pub template_version_preset_id: Option<Uuid>,
+    /// What the finished build recorded about AI tasks and external agents (`None` until it
+    /// finished).
+    pub has_ai_task: Option<bool>,
+    pub ai_task_sidebar_app_id: Option<Uuid>,
+    pub has_external_agent: Option<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -391,7 +396,8 @@ impl Store {
                           b.created_at, b.updated_at, w.name AS workspace_name,
                           w.owner_id AS workspace_owner_id, u.username AS owner_username,
                           u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                          i.username AS initiator_username, b.template_version_preset_id
+                          i.username AS initiator_username, b.template_version_preset_id,
+                          b.has_ai_task, b.ai_task_sidebar_app_id, b.has_external_agent
                    FROM workspace_builds b
                    JOIN workspaces w ON w.id = b.workspace_id
                    JOIN users u ON u.id = w.owner_id
@@ -422,7 +428,8 @@ impl Store {
                           b.created_at, b.updated_at, w.name AS workspace_name,
                           w.owner_id AS workspace_owner_id, u.username AS owner_username,
                           u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                          i.username AS initiator_username, b.template_version_preset_id
+                          i.username AS initiator_username, b.template_version_preset_id,
+                          b.has_ai_task, b.ai_task_sidebar_app_id, b.has_external_agent
                    FROM workspace_builds b
                    JOIN workspaces w ON w.id = b.workspace_id
                    JOIN users u ON u.id = w.owner_id
@@ -577,7 +584,8 @@ async fn build_by(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<BuildRow> {
                   b.created_at, b.updated_at, w.name AS workspace_name,
                   w.owner_id AS workspace_owner_id, u.username AS owner_username,
                   u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                  i.username AS initiator_username, b.template_version_preset_id
+                  i.username AS initiator_username, b.template_version_preset_id,
+                  b.has_ai_task, b.ai_task_sidebar_app_id, b.has_external_agent
            FROM workspace_builds b
            JOIN workspaces w ON w.id = b.workspace_id
            JOIN users u ON u.id = w.owner_id

@@ -1,0 +1,301 @@
+//! The read scenarios and their rows: P4 (the dashboard's read mix at a fixed open-loop rate),
+//! P4b (the same mix stepped up until its p95 passes 30 ms: the capacity) and P5 (listing every
+//! workspace). In the full suite they run on the deployment the build scenarios left; alone
+//! (`--only reads`) on their own server, after one closed-loop build window that leaves the
+//! template a build history like the one the suite's P2 leaves.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use uuid::Uuid;
+
+use super::Progress;
+use crate::config::{Config, Sizes};
+use crate::deploy::{Deployment, build_template};
+use crate::procs::Cluster;
+use crate::report::{Check, Report, Row};
+use crate::scenarios::{api, builds, list};
+use crate::seed::{self, Jobs, Source};
+use crate::stats::Percentiles;
+
+/// P4b's limit: the highest rate whose p95 stays under this is the capacity.
+const CAPACITY_P95_MS: f64 = 30.0;
+
+/// One step of P4b.
+pub(super) struct Step {
+    rate: f64,
+    offered: f64,
+    p95: f64,
+    errors: usize,
+}
+
+impl Step {
+    fn passed(&self) -> bool {
+        self.errors == 0 && self.p95 <= CAPACITY_P95_MS
+    }
+}
+
+/// What P4, P4b and P5 measured.
+pub(super) struct ReadsRun {
+    p4: Vec<Percentiles>,
+    p4_kinds: Vec<Vec<Percentiles>>,
+    p4_errors: usize,
+    p4_offered: Vec<f64>,
+    steps: Vec<Step>,
+    p5: Vec<f64>,
+    p5_bytes: usize,
+    listed: usize,
+}
+
+/// Clones `source` until `count` workspaces exist; returns how many there are.
+async fn seed_up_to(
+    deploy: &Deployment,
+    source: Source,
+    count: usize,
+    prefix: &str,
+) -> anyhow::Result<usize> {
+    let have = seed::workspace_count(&deploy.pool).await? as usize;
+    seed::workspaces(
+        &deploy.pool,
+        source,
+        count.saturating_sub(have),
+        prefix,
+        Jobs::Completed,
+    )
+    .await?;
+    Ok(seed::workspace_count(&deploy.pool).await? as usize)
+}
+
+/// Seeds up to `sizes.api_workspaces` clones of `source`, runs P4 and P4b over them, then
+/// seeds up to `sizes.list_workspaces` and runs P5.
+pub(super) async fn measure(
+    sizes: &Sizes,
+    deploy: &Deployment,
+    source: Source,
+    template: Uuid,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<ReadsRun> {
+    let warmups = usize::from(sizes.warmup);
+    seed_up_to(deploy, source, sizes.api_workspaces, "api-").await?;
+    let ids: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM workspaces WHERE NOT deleted")
+        .fetch_all(&deploy.pool)
+        .await?;
+    report.counts.insert("p4_workspaces".into(), ids.len());
+    progress.step(&format!(
+        "P4 API reads at {} req/s over {} workspaces",
+        sizes.api_rate,
+        ids.len()
+    ));
+    if sizes.warmup {
+        api::run(
+            deploy,
+            &ids,
+            template,
+            sizes.api_rate,
+            Duration::from_secs(1),
+        )
+        .await?;
+    }
+    let mut run = ReadsRun {
+        p4: Vec::new(),
+        p4_kinds: vec![Vec::new(); api::Kind::ALL.len()],
+        p4_errors: 0,
+        p4_offered: Vec::new(),
+        steps: Vec::new(),
+        p5: Vec::new(),
+        p5_bytes: 0,
+        listed: 0,
+    };
+    for _ in 0..sizes.runs {
+        let measured = api::run(deploy, &ids, template, sizes.api_rate, sizes.api_duration).await?;
+        run.p4_errors += measured.errors;
+        if let Some(e) = measured.first_error {
+            report.notes.push(format!(
+                "P4: {} failed requests, first: {e}",
+                measured.errors
+            ));
+        }
+        *report.counts.entry("p4_requests".into()).or_default() +=
+            measured.samples.len() + measured.errors;
+        run.p4_offered.push(measured.offered);
+        let all: Vec<Duration> = measured.samples.iter().map(|(_, d)| *d).collect();
+        run.p4
+            .push(Percentiles::of(&all).context("P4 measured no request")?);
+        for (k, kind) in api::Kind::ALL.iter().enumerate() {
+            let of_kind: Vec<Duration> = measured
+                .samples
+                .iter()
+                .filter(|(sk, _)| sk == kind)
+                .map(|(_, d)| *d)
+                .collect();
+            if let Some(p) = Percentiles::of(&of_kind) {
+                run.p4_kinds[k].push(p);
+            }
+        }
+    }
+    report.counts.insert("p4_errors".into(), run.p4_errors);
+
+    // P4b: up the ladder until a step fails; a step's overload must not spill into the next,
+    // so each one starts after the server has drained.
+    for &rate in &sizes.capacity_rates {
+        progress.step(&format!(
+            "P4b the same mix at {rate} req/s for {:.0} s",
+            sizes.capacity_window.as_secs_f64()
+        ));
+        let measured = api::run(deploy, &ids, template, rate, sizes.capacity_window).await?;
+        let all: Vec<Duration> = measured.samples.iter().map(|(_, d)| *d).collect();
+        let step = Step {
+            rate,
+            offered: measured.offered,
+            p95: Percentiles::of(&all).map_or(f64::INFINITY, |p| p.p95),
+            errors: measured.errors,
+        };
+        let passed = step.passed();
+        run.steps.push(step);
+        if !passed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+
+    // P5
+    let total = seed_up_to(deploy, source, sizes.list_workspaces, "list-").await?;
+    progress.step(&format!("P5 listing all {total} workspaces"));
+    for r in 0..warmups + sizes.runs {
+        let listed = list::run(deploy, total).await?;
+        if r >= warmups {
+            run.p5.push(listed.elapsed.as_secs_f64());
+            run.p5_bytes = listed.bytes;
+        }
+    }
+    run.listed = total;
+    report.counts.insert("p5_listed".into(), total);
+    Ok(run)
+}
+
+/// The P4, P4b and P5 rows.
+pub(super) fn rows(report: &mut Report, sizes: &Sizes, run: &ReadsRun) {
+    let p4 = |f: fn(&Percentiles) -> f64| -> Vec<f64> { run.p4.iter().map(f).collect() };
+    report.rows.push(
+        Row::new("P4", "API reads p50", "ms", &p4(|p| p.p50)).note(format!(
+            "{} req/s open loop, {} workspaces",
+            sizes.api_rate, sizes.api_workspaces
+        )),
+    );
+    report.rows.push(
+        Row::new("P4", "API reads p95", "ms", &p4(|p| p.p95))
+            .goal("≤ 30 ms", Check::max(CAPACITY_P95_MS)),
+    );
+    report
+        .rows
+        .push(Row::new("P4", "API reads p99", "ms", &p4(|p| p.p99)));
+    for (k, kind) in api::Kind::ALL.iter().enumerate() {
+        report.rows.push(Row::new(
+            "P4",
+            &format!("{} p95", kind.label()),
+            "ms",
+            &run.p4_kinds[k].iter().map(|p| p.p95).collect::<Vec<_>>(),
+        ));
+    }
+    report.rows.push(
+        Row::new("P4", "failed requests", "", &[run.p4_errors as f64])
+            .goal("none", Check::max(0.0)),
+    );
+    report.rows.push(Row::new(
+        "P4",
+        "offered rate (schedule fidelity)",
+        "req/s",
+        &run.p4_offered,
+    ));
+    let capacity = run
+        .steps
+        .iter()
+        .take_while(|s| s.passed())
+        .last()
+        .map_or(0.0, |s| s.rate);
+    let ladder: Vec<String> = run
+        .steps
+        .iter()
+        .map(|s| {
+            let failed = if s.errors > 0 {
+                format!(", {} failed", s.errors)
+            } else {
+                String::new()
+            };
+            format!(
+                "{:.0}/s (sent {:.0}/s): p95 {:.1} ms{failed}",
+                s.rate, s.offered, s.p95
+            )
+        })
+        .collect();
+    report.rows.push(
+        Row::new(
+            "P4b",
+            "capacity: highest rate of the P4 mix with p95 ≤ 30 ms",
+            "req/s",
+            &[capacity],
+        )
+        .goal("≥ 1,000 req/s", Check::min(1000.0))
+        .note(format!(
+            "{} workspaces, {:.0} s per step; {}",
+            sizes.api_workspaces,
+            sizes.capacity_window.as_secs_f64(),
+            ladder.join("; ")
+        )),
+    );
+    report.rows.push(
+        Row::new(
+            "P5",
+            &format!("list all {} workspaces", run.listed),
+            "s",
+            &run.p5,
+        )
+        .goal("≤ 0.5 s", Check::max(0.5))
+        .note(format!(
+            "{:.1} MiB of JSON",
+            run.p5_bytes as f64 / 1048576.0
+        )),
+    );
+}
+
+/// `--only reads`: P4, P4b and P5 on their own server.
+pub(super) async fn only(
+    config: &Config,
+    work: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let sizes = &config.sizes;
+    let cluster = Cluster::start(&work.join("pg")).await?;
+    let measured = async {
+        progress.step("reads: starting coder server and the provisioner daemons");
+        let deploy = super::echo_deployment(config, &cluster, work, report).await?;
+        let (_, tpl) = deploy
+            .template("bench-echo", &build_template()?, &[], true)
+            .await?;
+        let tpl = tpl.context("the build template was not created")?;
+        let mut cycling = super::cycling(&deploy, tpl.id, sizes.build_workspaces).await?;
+        progress.step(&format!(
+            "reads: a {:.0} s closed-loop build window for the template's history",
+            sizes.build_window.as_secs_f64()
+        ));
+        let history = builds::run(&deploy, &mut cycling, sizes.build_window).await?;
+        report
+            .counts
+            .insert("history_builds".into(), history.completed);
+        deploy.quiesce().await?;
+        let running = cycling.iter().find(|w| w.running).unwrap_or(&cycling[0]);
+        let source = Source::of(&deploy.pool, running.id).await?;
+        let run = measure(sizes, &deploy, source, tpl.id, report, progress).await;
+        deploy.stop().await?;
+        run
+    }
+    .await;
+    let stopped = cluster.stop().await;
+    let run = measured?;
+    stopped?;
+    rows(report, sizes, &run);
+    Ok(())
+}
