@@ -118,6 +118,9 @@ pub enum Command {
     /// Manage your user secrets.
     #[command(subcommand)]
     Secrets(commands::secrets::SecretsCommand),
+    /// Create or manage external workspaces.
+    #[command(subcommand)]
+    ExternalWorkspaces(commands::external_workspaces::ExternalWorkspacesCommand),
     /// Manage templates.
     #[command(subcommand, alias = "template")]
     Templates(commands::templates::TemplatesCommand),
@@ -180,6 +183,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
         Command::Groups(cmd) => commands::groups::run(&cli.global, cmd).await,
         Command::Secrets(cmd) => commands::secrets::run(&cli.global, cmd).await,
+        Command::ExternalWorkspaces(cmd) => {
+            commands::external_workspaces::run(&cli.global, cmd).await
+        }
         Command::Templates(cmd) => commands::templates::run(&cli.global, cmd).await,
         Command::Create(args) => commands::workspaces::create(&cli.global, args).await,
         Command::Start(args) => commands::workspaces::start(&cli.global, args).await,

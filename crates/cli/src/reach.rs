@@ -73,7 +73,7 @@ fn agents(ws: &Workspace) -> Vec<WorkspaceAgent> {
         .collect()
 }
 
-fn pick(ws: &Workspace, name: &Name) -> anyhow::Result<WorkspaceAgent> {
+pub fn pick(ws: &Workspace, name: &Name) -> anyhow::Result<WorkspaceAgent> {
     let all = agents(ws);
     match &name.agent {
         Some(wanted) => all

@@ -12,6 +12,7 @@ pub mod cookies;
 pub mod devcontainers;
 pub mod domain;
 pub mod error;
+pub mod external_agents;
 pub mod groups;
 pub mod http;
 pub mod lifecycle;

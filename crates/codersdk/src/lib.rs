@@ -6,6 +6,7 @@ pub mod audit;
 pub mod buildinfo;
 pub mod client;
 pub mod error;
+pub mod externalagents;
 pub mod files;
 pub mod groups;
 pub mod logs;

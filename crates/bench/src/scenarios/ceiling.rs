@@ -94,6 +94,7 @@ pub async fn run(
         state: result.state.clone(),
         resources: Vec::new(),
         features: Default::default(),
+        external_tokens: Vec::new(),
         schedule: Box::new(coderd::store::BuildSchedule {
             now: chrono::Utc::now(),
             quiet_hours: coderd::state::default_quiet_hours(),

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod config_ssh;
+pub mod external_workspaces;
 pub mod groups;
 pub mod login;
 pub mod ping;

@@ -191,5 +191,32 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
     let refilled = d.owner.workspaces("owner:prebuilds").await?.workspaces;
     assert!(refilled.iter().all(|w| w.id != ws.id));
     println!("claim -> agent ready: {claim_ready:?}");
+    // Where the claim's time goes (docs/benchmarks.md, P11c): the claim job's queue wait and
+    // run, and the terraform stages inside the run.
+    let job = &ws.latest_build.job;
+    let ms = |a: chrono::DateTime<chrono::Utc>, b: chrono::DateTime<chrono::Utc>| {
+        (b - a).num_milliseconds()
+    };
+    if let (Some(start), Some(end)) = (job.started_at, job.completed_at) {
+        println!(
+            "claim job: queued {} ms, ran {} ms",
+            ms(job.created_at, start),
+            ms(start, end)
+        );
+    }
+    let mut stages: Vec<(String, i64)> = Vec::new();
+    for t in d
+        .owner
+        .workspace_build_timings(ws.latest_build.id)
+        .await?
+        .provisioner_timings
+    {
+        let took = ms(t.started_at, t.ended_at);
+        match stages.iter_mut().find(|(s, _)| *s == t.stage) {
+            Some((_, longest)) => *longest = (*longest).max(took),
+            None => stages.push((t.stage, took)),
+        }
+    }
+    println!("claim stages (longest resource per stage, ms): {stages:?}");
     Ok(())
 }

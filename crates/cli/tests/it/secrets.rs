@@ -3,7 +3,8 @@
 //! SHA-256 and length) that the API then shows, while the value itself is in no job log, no
 //! API answer and no row of the database. A start build without the secret fails with the
 //! provider's error. And a template with an AI task, an external agent and a dev container
-//! shows them as Coder does.
+//! shows them as Coder does, and `coder external-workspaces agent-instructions` prints what
+//! starts its external agent.
 
 use anyhow::{Context as _, ensure};
 use codersdk::workspaces::{WorkspaceBuild, WorkspaceStatus};
@@ -266,6 +267,26 @@ async fn ai_tasks_external_agents_and_dev_containers_show_as_coder_shows_them() 
         "{containers}"
     );
     assert_eq!(containers["containers"], serde_json::json!([]));
+
+    // The external agent's instructions: its token, and the command that starts it.
+    let json: serde_json::Value = serde_json::from_str(&d.ok(&[
+        "external-workspaces",
+        "agent-instructions",
+        "tasked.main",
+        "--output",
+        "json",
+    ])?)?;
+    assert_eq!(json["auth_type"], "token");
+    let token = json["auth_token"].as_str().context("a token")?;
+    let command = json["init_script"].as_str().context("a command")?;
+    assert!(!token.is_empty());
+    assert!(
+        command.contains("/api/v2/init-script/linux/amd64")
+            && command.ends_with(&format!("| CODER_AGENT_TOKEN=\"{token}\" sh")),
+        "{command}"
+    );
+    let text = d.ok(&["external-workspaces", "agent-instructions", "tasked"])?;
+    assert!(text.contains(command), "{text}");
 
     // A stop build has no task.
     d.ok(&["stop", "tasked", "--yes"])?;

@@ -71,6 +71,7 @@ pub fn router(
         .merge(crate::audit::routes())
         .merge(crate::secrets::routes::routes())
         .merge(crate::devcontainers::routes())
+        .merge(crate::external_agents::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found)

@@ -126,6 +126,8 @@ use crate::http::{
         crate::secrets::routes::update,
         crate::secrets::routes::remove,
         crate::devcontainers::containers,
+        crate::external_agents::credentials,
+        crate::external_agents::init_script,
     ),
     components(schemas(codersdk::Response, codersdk::ValidationError)),
     modifiers(&Limits, &Errors, &Security)

@@ -9,6 +9,7 @@
 
 mod claim;
 mod reconcile;
+mod scheduling;
 
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use codersdk::proto::Scheduling;
 use codersdk::provisionerd::Transition;
 use codersdk::workspaces::CreateWorkspaceRequest;
 use uuid::Uuid;
@@ -98,7 +99,7 @@ pub async fn pass(state: &AppState, backoff: std::time::Duration) -> Result<Pass
                 keep.push(p);
             }
         }
-        let desired = usize::try_from(preset.desired_instances).unwrap_or(0);
+        let desired = usize::try_from(desired_now(preset, now)).unwrap_or(0);
         // Surplus (the count went down): delete finished ones, unready first.
         if keep.len() > desired {
             let mut surplus: Vec<&&PrebuildRow> = keep.iter().filter(|p| p.done).collect();
@@ -142,6 +143,20 @@ pub async fn pass(state: &AppState, backoff: std::time::Duration) -> Result<Pass
         }
     }
     Ok(report)
+}
+
+/// The pool size the preset asks for at `now`: its schedules decide, or its own count.
+fn desired_now(preset: &WantedPreset, now: chrono::DateTime<chrono::Utc>) -> i32 {
+    let scheduling = preset
+        .scheduling
+        .as_ref()
+        .and_then(|v| serde_json::from_value::<Scheduling>(v.clone()).ok());
+    super::scheduling::desired_instances(preset.desired_instances, scheduling.as_ref(), now)
+        .unwrap_or_else(|e| {
+            tracing::warn!(preset = %preset.preset_id, error = %e,
+                "prebuilds: unreadable scheduling, using the preset's instances");
+            preset.desired_instances
+        })
 }
 
 async fn create(state: &AppState, preset: &WantedPreset) -> Result<()> {

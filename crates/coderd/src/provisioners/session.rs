@@ -220,7 +220,18 @@ impl Session {
                     now: self.state.options.clock.now(),
                     quiet_hours: self.state.options.quiet_hours.clone(),
                 });
-                let (completion, timings) = completion_of(*result, schedule);
+                let (mut completion, timings) = completion_of(*result, schedule);
+                if let Completion::Build {
+                    resources,
+                    features,
+                    external_tokens,
+                    ..
+                } = &mut completion
+                    && features.has_external_agents
+                {
+                    *external_tokens =
+                        crate::external_agents::seal_tokens(&self.state, job_id, resources).await;
+                }
                 let outcome = self
                     .state
                     .store
@@ -476,6 +487,7 @@ fn completion_of(
                 state,
                 resources,
                 features,
+                external_tokens: Vec::new(),
                 schedule,
             },
             timings,

@@ -103,16 +103,33 @@ impl Keys {
     }
 
     fn open(&self, row: &UserSecretRow) -> Result<String> {
-        let purpose = purpose(row.id);
+        self.open_for(&purpose(row.id), &row.value)
+    }
+
+    fn open_for(&self, purpose: &str, sealed: &str) -> Result<String> {
         let opened = match &self.configured {
-            Some(keys) => match keys.open(&purpose, &row.value) {
-                Err(SealError::UnknownKey(_)) => self.site.open(&purpose, &row.value),
+            Some(keys) => match keys.open(purpose, sealed) {
+                Err(SealError::UnknownKey(_)) => self.site.open(purpose, sealed),
                 other => other,
             },
-            None => self.site.open(&purpose, &row.value),
+            None => self.site.open(purpose, sealed),
         }?;
         String::from_utf8(opened).map_err(|_| Error::Sealed(SealError::Damaged))
     }
+}
+
+/// Seals a value other than a user secret with the same keys, bound to `purpose` (a sealed
+/// value opens only for the purpose it was sealed for). External agents' tokens use it.
+pub(crate) async fn seal_value(state: &AppState, purpose: &str, value: &str) -> Result<String> {
+    Ok(Keys::load(state)
+        .await?
+        .sealing()
+        .seal(purpose, value.as_bytes()))
+}
+
+/// Opens what [`seal_value`] sealed for `purpose`.
+pub(crate) async fn open_value(state: &AppState, purpose: &str, sealed: &str) -> Result<String> {
+    Keys::load(state).await?.open_for(purpose, sealed)
 }
 
 /// What a sealed value is bound to: its row.

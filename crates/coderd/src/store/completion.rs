@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use codersdk::provisionerd::JobLog;
 
+use super::external_agents::{SealedAgentToken, record_external_tokens};
 use super::jobs::{append_logs, notify};
 use super::lifecycle::record_schedule;
 use super::prebuilds::carry_claimed_agents;
@@ -30,6 +31,8 @@ pub enum Completion {
         state: Vec<u8>,
         resources: Vec<proto::Resource>,
         features: proto::TemplateFeatures,
+        /// The sealed tokens of its agents, when it has external agents.
+        external_tokens: Vec<SealedAgentToken>,
         /// The time and quiet hours a start build's deadlines are computed from (boxed: a
         /// parsed schedule is large).
         schedule: Box<BuildSchedule>,
@@ -172,6 +175,7 @@ impl Store {
                     state,
                     resources,
                     features,
+                    external_tokens,
                     schedule,
                 } => {
                     let build = sqlx::query!(
@@ -184,6 +188,7 @@ impl Store {
                     .await?;
                     insert_resources(&mut tx, job, &build.transition, resources).await?;
                     record_build_facts(&mut tx, job, resources, features).await?;
+                    record_external_tokens(&mut tx, job, external_tokens).await?;
                     for agent in carry_claimed_agents(&mut tx, job).await? {
                         notify(&mut tx, channels::AGENT_UPDATED, agent.to_string()).await?;
                     }

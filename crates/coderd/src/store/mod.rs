@@ -6,6 +6,7 @@ mod api_keys;
 mod audit;
 mod completion;
 mod daemons;
+mod external_agents;
 mod groups;
 mod jobs;
 mod lifecycle;
@@ -36,6 +37,7 @@ pub use api_keys::{ApiKeyRow, KeyHolder, NewApiKey};
 pub use audit::{AuditLogRow, AuditQuery, NewAuditLog};
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
+pub use external_agents::{ExternalAgentRow, LatestBuildExternal, SealedAgentToken};
 pub use groups::{AclChange, GroupChanges, GroupMemberRow, GroupRow, GroupSync, NewGroup};
 pub use jobs::{
     JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, ReleaseOutcome, UpdateOutcome,

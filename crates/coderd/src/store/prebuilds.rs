@@ -22,8 +22,11 @@ pub struct WantedPreset {
     pub template_id: Uuid,
     pub template_name: String,
     pub organization_id: Uuid,
+    /// The count when no schedule applies.
     pub desired_instances: i32,
     pub expiration_ttl: Option<i32>,
+    /// The `scheduling` block as recorded (see [`crate::prebuilds`]).
+    pub scheduling: Option<serde_json::Value>,
 }
 
 /// A live prebuilt workspace and its latest build.
@@ -109,10 +112,10 @@ impl Store {
                 r#"SELECT p.id AS preset_id, p.name AS preset_name,
                           p.template_version_id, t.id AS template_id, t.name AS template_name,
                           t.organization_id, p.desired_instances AS "desired_instances!",
-                          p.expiration_ttl
+                          p.expiration_ttl, p.scheduling
                    FROM template_version_presets p
                    JOIN templates t ON t.active_version_id = p.template_version_id
-                   WHERE NOT t.deleted AND p.desired_instances > 0
+                   WHERE NOT t.deleted AND p.desired_instances IS NOT NULL
                    ORDER BY p.id"#
             )
             .fetch_all(&self.pool)

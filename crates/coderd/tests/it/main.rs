@@ -7,6 +7,7 @@ mod audit;
 mod auth;
 mod builds;
 mod domain;
+mod external_agents;
 mod files;
 mod github;
 mod groups;

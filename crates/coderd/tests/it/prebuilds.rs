@@ -1,11 +1,19 @@
 //! Prebuilt workspaces with the echo engine: the reconciler fills each preset's pool (never
 //! beyond its count), a create with the preset claims one, the pool refills, a new version
-//! without the preset empties it, and a failing preset is retried with backoff.
+//! without the preset empties it, a failing preset is retried with backoff, the pool's size
+//! follows the preset's schedules by the server's clock, and expired prebuilds are replaced.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{DateTime, TimeZone, Utc};
+use coderd::clock::Clock;
+
 use coderd::store::PREBUILDS_USER_ID;
-use codersdk::proto::{Prebuild, Preset, PresetParameter, Resource, RichParameter};
+use codersdk::proto::{
+    ExpirationPolicy, Prebuild, Preset, PresetParameter, Resource, RichParameter, Schedule,
+    Scheduling,
+};
 use codersdk::provisionerd::{JobKind, PrebuiltWorkspaceBuildStage};
 use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
@@ -282,5 +290,156 @@ async fn a_failing_prebuild_is_retried_with_backoff() -> anyhow::Result<()> {
         .text()
         .await?;
     assert!(metrics.contains("coderd_prebuilt_workspaces_failed_total"));
+    Ok(())
+}
+
+/// A test clock the reconciler reads, moved by the test.
+fn settable_clock(start: DateTime<Utc>) -> (Arc<Mutex<DateTime<Utc>>>, Clock) {
+    let now = Arc::new(Mutex::new(start));
+    let read = now.clone();
+    let clock = Clock::from_fn(move || *read.lock().unwrap_or_else(|e| e.into_inner()));
+    (now, clock)
+}
+
+fn set(now: &Mutex<DateTime<Utc>>, at: DateTime<Utc>) {
+    *now.lock().unwrap_or_else(|e| e.into_inner()) = at;
+}
+
+async fn pool_size_becomes(app: &TestApp, t: Uuid, want: usize, what: &str) -> anyhow::Result<()> {
+    eventually(Duration::from_secs(30), what, || async {
+        let all = app.state.store.prebuilds().await?;
+        let mine: Vec<_> = all
+            .iter()
+            .filter(|p| p.template_id == t && !(p.transition == "delete" && p.done))
+            .collect();
+        let ready = mine
+            .iter()
+            .filter(|p| p.ready && p.transition == "start")
+            .count();
+        Ok(mine.len() == want && ready == want)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pool_follows_its_schedule_and_expired_prebuilds_are_replaced() -> anyhow::Result<()> {
+    // Monday 2 June 2025, 09:00 in Berlin (07:00 UTC): inside the weekday schedule.
+    let monday_nine = Utc
+        .with_ymd_and_hms(2025, 6, 2, 7, 0, 0)
+        .single()
+        .expect("a time");
+    let (now, clock) = settable_clock(monday_nine);
+    let app = TestApp::with_options(|o| {
+        o.provisioner_daemons = 2;
+        o.deployment.clock = clock;
+        o.prebuilds = Some(coderd::prebuilds::Options {
+            interval: Duration::from_millis(200),
+            backoff: Duration::from_secs(60),
+        });
+    })
+    .await?;
+    let (owner, _) = app.owner().await?;
+    let mut scheduled = preset("scheduled", Some(0));
+    if let Some(prebuild) = scheduled.prebuild.as_mut() {
+        prebuild.scheduling = Some(Scheduling {
+            timezone: "Europe/Berlin".into(),
+            schedule: vec![
+                Schedule {
+                    cron: "* 8-17 * * 1-5".into(),
+                    instances: 2,
+                },
+                Schedule {
+                    cron: "* 18-19 * * *".into(),
+                    instances: 1,
+                },
+            ],
+        });
+    }
+    let t = app
+        .echo_template(&owner, "scheduled", &template(vec![scheduled], false), &[])
+        .await?;
+
+    pool_size_becomes(&app, t.id, 2, "two prebuilds in working hours").await?;
+    let first: Vec<Uuid> = app
+        .state
+        .store
+        .prebuilds()
+        .await?
+        .iter()
+        .map(|p| p.workspace_id)
+        .collect();
+
+    // 18:30 Berlin: the second schedule's one instance.
+    set(&now, monday_nine + chrono::Duration::minutes(9 * 60 + 30));
+    pool_size_becomes(&app, t.id, 1, "one prebuild in the evening").await?;
+
+    // 21:00 Berlin: no schedule matches, so the preset's own count (0) applies.
+    set(&now, monday_nine + chrono::Duration::hours(12));
+    pool_size_becomes(&app, t.id, 0, "an empty pool at night").await?;
+
+    // Tuesday 09:00 again: two new prebuilds, none of the morning's.
+    let tuesday_nine = monday_nine + chrono::Duration::days(1);
+    set(&now, tuesday_nine);
+    pool_size_becomes(&app, t.id, 2, "the pool refilled on Tuesday").await?;
+    let tuesday: Vec<Uuid> = app
+        .state
+        .store
+        .prebuilds()
+        .await?
+        .iter()
+        .filter(|p| p.transition == "start")
+        .map(|p| p.workspace_id)
+        .collect();
+    assert!(tuesday.iter().all(|id| !first.contains(id)));
+
+    // A preset with an hour's expiration TTL: once its prebuild is an hour old (by the
+    // server's clock; rows are stamped with the real time), it is replaced by a fresh one.
+    let mut expiring = preset("expiring", Some(1));
+    if let Some(prebuild) = expiring.prebuild.as_mut() {
+        prebuild.expiration_policy = Some(ExpirationPolicy { ttl: 3600 });
+    }
+    let e = app
+        .echo_template(&owner, "expiring", &template(vec![expiring], false), &[])
+        .await?;
+    pool_size_becomes(&app, e.id, 1, "one expiring prebuild").await?;
+    let old: Vec<Uuid> = app
+        .state
+        .store
+        .prebuilds()
+        .await?
+        .iter()
+        .filter(|p| p.template_id == e.id)
+        .map(|p| p.workspace_id)
+        .collect();
+    set(&now, Utc::now() + chrono::Duration::minutes(30));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    pool_size_becomes(&app, e.id, 1, "not yet expired").await?;
+    assert!(
+        app.state
+            .store
+            .prebuilds()
+            .await?
+            .iter()
+            .any(|p| old.contains(&p.workspace_id) && p.transition == "start"),
+        "replaced before its TTL"
+    );
+    set(&now, Utc::now() + chrono::Duration::minutes(61));
+    eventually(
+        Duration::from_secs(30),
+        "the expired prebuild replaced",
+        || async {
+            let live: Vec<Uuid> = app
+                .state
+                .store
+                .prebuilds()
+                .await?
+                .iter()
+                .filter(|p| p.template_id == e.id && p.transition == "start" && p.ready)
+                .map(|p| p.workspace_id)
+                .collect();
+            Ok(live.len() == 1 && !old.contains(&live[0]))
+        },
+    )
+    .await?;
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The echo template format: `echo.json` at the root of a template archive says what each stage
 //! of a job does and returns. Documented with examples in the crate README.
 
-use codersdk::proto::{ExternalAuthProviderResource, Preset, Resource, RichParameter};
+use codersdk::proto::{
+    ExternalAuthProviderResource, Preset, Resource, RichParameter, TemplateFeatures,
+};
 use codersdk::provisionerd::{LogLevel, TemplateVariable, Transition};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -78,6 +80,9 @@ pub struct BuildStage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<EchoError>,
     pub resources: Vec<Resource>,
+    /// What the build reports besides resources (AI tasks, external agents); none by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<TemplateFeatures>,
     /// The state to return, verbatim; defaults to an [`EchoState`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,

@@ -297,7 +297,7 @@ async fn build(
         state,
         resources: stage.resources.clone(),
         timings: vec![timing(name, started)],
-        features: TemplateFeatures::default(),
+        features: stage.features.clone().unwrap_or_default(),
     })
 }
 
