@@ -29,9 +29,11 @@ use crate::scenarios::{
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
 use apps::app_rows;
+use dashboard::dashboard_rows;
 use relay::relay_rows;
 
 mod apps;
+mod dashboard;
 mod relay;
 
 /// Progress on stderr (stdout is for the table).
@@ -124,6 +126,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     upload_rows(config, &work, &mut report, &progress).await?;
     relay_rows(config, &work, &mut report, &progress).await?;
     app_rows(config, &work, &mut report, &progress).await?;
+    dashboard_rows(config, &work, &mut report, &progress).await?;
     progress.step("done");
     Ok(report)
 }
@@ -169,6 +172,9 @@ pub enum Only {
     Apps,
     /// P11c: claiming a prebuilt workspace, from the request to a ready agent (issue 18).
     Prebuilds,
+    /// The dashboard on 10,000 workspaces: list and workspace pages server side and in
+    /// Chromium, build events on the live socket, idle live sockets' memory (issue 14).
+    Dashboard,
 }
 
 /// Only one scenario; its rows alone.
@@ -192,6 +198,7 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Only::Relay => relay_rows(config, &work, &mut report, &progress).await?,
         Only::Apps => app_rows(config, &work, &mut report, &progress).await?,
         Only::Prebuilds => prebuild_rows(config, &work, &mut report, &progress).await?,
+        Only::Dashboard => dashboard_rows(config, &work, &mut report, &progress).await?,
     }
     progress.step("done");
     Ok(report)

@@ -8,6 +8,7 @@ pub mod apps;
 pub mod bare;
 pub mod builds;
 pub mod ceiling;
+pub mod dashboard;
 pub mod list;
 pub mod pickup;
 pub mod prebuilds;
