@@ -9,7 +9,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use fantoccini::cookies::Cookie;
 use fantoccini::{Client, ClientBuilder};
 use serde_json::json;
 
@@ -112,13 +111,17 @@ async fn navigate(
     plan: &Plan,
 ) -> anyhow::Result<Vec<(Target, Vec<Percentiles>)>> {
     let base = deploy.server.url.clone();
-    // A cookie is set for the page's origin: any page of it will do.
+    // A cookie is set from a page of its origin: any will do. (chromedriver refuses WebDriver's
+    // add-cookie for an IP address host, so the page sets it.)
     client.goto(base.join("/login")?.as_str()).await?;
     client
-        .add_cookie(Cookie::new(
-            codersdk::client::SESSION_TOKEN_COOKIE,
-            deploy.token.clone(),
-        ))
+        .execute(
+            "document.cookie = arguments[0] + '=' + arguments[1] + '; path=/; samesite=lax';",
+            vec![
+                json!(codersdk::client::SESSION_TOKEN_COOKIE),
+                json!(deploy.token),
+            ],
+        )
         .await?;
     let mut measured = Vec::new();
     for target in targets {
