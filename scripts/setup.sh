@@ -131,13 +131,16 @@ fi
 
 # The relay's benchmarks (scripts/bench.sh) drive the OpenSSH client and hold OpenSSH's sshd
 # on loopback as a baseline; the bench starts its own sshd on a free port, never the system's.
+# The dashboard's benchmark times pages in Debian's chromium through chromium-driver.
 if [ "${1:-}" = "--bench" ]; then
   bench_apt=()
   command -v ssh >/dev/null 2>&1 || bench_apt+=(openssh-client)
   [ -x /usr/sbin/sshd ] || bench_apt+=(openssh-server)
   command -v script >/dev/null 2>&1 || bench_apt+=(bsdutils)
+  command -v chromium >/dev/null 2>&1 || bench_apt+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || bench_apt+=(chromium-driver)
   if ((${#bench_apt[@]})); then
-    echo "setup: installing Debian packages for the relay's benchmarks: ${bench_apt[*]}" >&2
+    echo "setup: installing Debian packages for the benchmarks: ${bench_apt[*]}" >&2
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq

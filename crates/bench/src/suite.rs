@@ -27,12 +27,14 @@ use crate::scenarios::{
 use crate::seed::{self, Source};
 use crate::stats::Percentiles;
 use apps::app_rows;
+use dashboard::dashboard_rows;
 use relay::relay_rows;
 
 mod apps;
 mod create;
 mod fleets;
 mod reads;
+mod dashboard;
 mod relay;
 
 /// Progress on stderr (stdout is for the table).
@@ -126,6 +128,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     upload_rows(config, &work, &mut report, &progress).await?;
     relay_rows(config, &work, &mut report, &progress).await?;
     app_rows(config, &work, &mut report, &progress).await?;
+    dashboard_rows(config, &work, &mut report, &progress).await?;
     progress.step("done");
     Ok(report)
 }
@@ -179,6 +182,9 @@ pub enum Only {
     /// P11: `coder create --wait` of the local-process template to a ready agent, with where
     /// the time goes (issue 15).
     Create,
+    /// The dashboard on 10,000 workspaces: list and workspace pages server side and in
+    /// Chromium, build events on the live socket, idle live sockets' memory (issue 14).
+    Dashboard,
 }
 
 /// Only one scenario; its rows alone.
@@ -210,6 +216,7 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Only::Reads => reads::only(config, &work, &mut report, &progress).await?,
         Only::Agents => fleets::only(config, &work, &mut report, &progress).await?,
         Only::Create => create::create_rows(config, &work, &mut report, &progress).await?,
+        Only::Dashboard => dashboard_rows(config, &work, &mut report, &progress).await?,
     }
     progress.step("done");
     Ok(report)

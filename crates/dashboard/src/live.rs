@@ -31,6 +31,11 @@ use crate::view::WorkspaceLive;
 
 const PING: Duration = Duration::from_secs(15);
 const SAFETY_TICK: Duration = Duration::from_secs(10);
+/// The browser only sends pongs and a close frame. tungstenite zero-fills its whole read buffer
+/// on every read, so its default (128 KiB) would stay resident for each idle tab.
+const READ_BUFFER: usize = 4096;
+/// Nothing the browser sends is larger; a bigger message ends the socket.
+const MAX_MESSAGE: usize = 16 * 1024;
 
 #[derive(Debug, Deserialize)]
 pub struct LiveQuery {
@@ -69,6 +74,10 @@ pub async fn socket(
     {
         return PageError::from(e).into_response();
     }
+    let ws = ws
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE);
     ws.on_upgrade(move |socket| async move {
         if let Err(e) = follow(state, viewer, q, socket).await {
             tracing::debug!(error = %e, "live socket ended");

@@ -9,6 +9,7 @@ pub mod bare;
 pub mod builds;
 pub mod ceiling;
 pub mod create;
+pub mod dashboard;
 pub mod list;
 pub mod pickup;
 pub mod prebuilds;

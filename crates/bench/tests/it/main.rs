@@ -8,6 +8,8 @@
 //! has integration tests; alone, run `cargo build -p cli --bin coder` first. Or point
 //! `CODER_BENCH_CODER_BIN` at one.
 
+mod dashboard;
+
 use std::path::PathBuf;
 
 use anyhow::{Context, ensure};
