@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cli_auth;
 pub mod create;
 pub mod templates;
+pub mod terminal;
 pub mod workspace;
 pub mod workspaces;
 

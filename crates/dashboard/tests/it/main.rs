@@ -4,4 +4,6 @@
 mod browser;
 mod common;
 mod e2e;
+mod e2e_terminal;
 mod pages;
+mod terminal;
