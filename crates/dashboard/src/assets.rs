@@ -73,7 +73,15 @@ pub async fn serve(Path((hash, file)): Path<(String, String)>) -> Response {
 mod tests {
     #[test]
     fn every_linked_asset_is_embedded() {
-        for file in ["htmx-2.0.11.min.js", "live.js", "dashboard.css"] {
+        for file in [
+            "htmx-2.0.11.min.js",
+            "live.js",
+            "dashboard.css",
+            "terminal.js",
+            "xterm-6.0.0.min.js",
+            "xterm-6.0.0.css",
+            "xterm-addon-fit-0.11.0.min.js",
+        ] {
             assert!(
                 !super::url(file).contains("/missing/"),
                 "{file} is not embedded"

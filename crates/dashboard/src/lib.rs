@@ -101,6 +101,9 @@ pub fn router(state: AppState) -> Router {
             "/{owner}/{workspace}/fragment",
             get(pages::workspace::fragment),
         )
+        // `{workspace}` may name the agent too: `/@alice/dev.main/terminal`.
+        .route("/{owner}/{workspace}/terminal", get(pages::terminal::page))
+        .route("/-/terminal/{agent}", get(pages::terminal::socket))
         .route("/-/live", get(live::socket))
         .route("/-/assets/{hash}/{file}", get(assets::serve))
         .fallback(pages::not_found)

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use coderd::authz::Action;
 use coderd::domain::logs::{JobLogTail, LogTail};
@@ -44,21 +44,6 @@ pub struct LiveQuery {
     after: i64,
 }
 
-/// A browser sends its page's origin; a socket opened by another site's page is refused (the
-/// cookie would be sent along, so SameSite does not stop it).
-fn same_origin(headers: &HeaderMap) -> bool {
-    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    match (origin, host) {
-        (Some(origin), Some(host)) => origin
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest == host),
-        // Non-browser clients send no Origin; they hold the cookie themselves.
-        (None, _) => true,
-        _ => false,
-    }
-}
-
 pub async fn socket(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -66,7 +51,7 @@ pub async fn socket(
     Query(q): Query<LiveQuery>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if !same_origin(&headers) {
+    if !crate::security::same_origin(&headers) {
         return PageError::Csrf.into_response();
     }
     if let Err(e) =

@@ -26,10 +26,13 @@ pub const PRE_SESSION_COOKIE: &str = "coder_dashboard_csrf";
 pub async fn headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
+    // A page that needs a looser policy (the terminal's inline styles) sets its own.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        );
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -69,6 +72,21 @@ pub fn random_token() -> String {
 /// Compares a submitted token with the expected one in constant time.
 pub fn tokens_match(expected: &str, submitted: &str) -> bool {
     !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(submitted.as_bytes()))
+}
+
+/// A browser sends its page's origin; a socket opened by another site's page is refused (the
+/// cookie would be sent along, so SameSite does not stop it).
+pub fn same_origin(headers: &HeaderMap) -> bool {
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    match (origin, host) {
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest == host),
+        // Non-browser clients send no Origin; they hold the cookie themselves.
+        (None, _) => true,
+        _ => false,
+    }
 }
 
 /// Refuses a state-changing request a browser says came from another site.

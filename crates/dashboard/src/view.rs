@@ -5,7 +5,7 @@
 use askama::Template;
 use axum::response::Html;
 use codersdk::provisioners::ProvisionerJobStatus;
-use codersdk::workspaces::{Workspace, WorkspaceStatus};
+use codersdk::workspaces::{Workspace, WorkspaceAgent, WorkspaceApp, WorkspaceStatus};
 
 use crate::session::Viewer;
 
@@ -183,6 +183,52 @@ impl<'a> WorkspaceLive<'a> {
     }
 }
 
+impl WorkspaceLive<'_> {
+    /// Where an app's link goes (empty: no link), as Coder's dashboard decides.
+    pub fn app_href(&self, agent: &WorkspaceAgent, app: &WorkspaceApp) -> String {
+        let agent_base = format!("{}.{}", self.base, agent.name);
+        app_link(
+            &agent_base,
+            &app.slug,
+            app.url.as_deref(),
+            app.external,
+            app.command.as_deref(),
+        )
+    }
+}
+
+/// An external app opens its own URL (any scheme, as editors register theirs, but never one
+/// that runs script); a command app opens the terminal running its command; every other app
+/// goes through coderd's path-based proxy.
+fn app_link(
+    agent_base: &str,
+    slug: &str,
+    url: Option<&str>,
+    external: bool,
+    command: Option<&str>,
+) -> String {
+    let url = url.unwrap_or("").trim();
+    if external {
+        let scheme = url
+            .split_once(':')
+            .map(|(s, _)| s.to_ascii_lowercase())
+            .unwrap_or_default();
+        let scripted = ["javascript", "data", "vbscript"].contains(&scheme.as_str());
+        return if scripted || scheme.is_empty() {
+            String::new()
+        } else {
+            url.to_owned()
+        };
+    }
+    match command.filter(|c| !c.is_empty()) {
+        Some(command) if url.is_empty() => {
+            let query = serde_urlencoded::to_string([("command", command)]).unwrap_or_default();
+            format!("{agent_base}/terminal?{query}")
+        }
+        _ => format!("{agent_base}/apps/{slug}/"),
+    }
+}
+
 #[derive(Template)]
 #[template(path = "error.html")]
 pub struct ErrorPage {
@@ -190,4 +236,34 @@ pub struct ErrorPage {
     pub title: String,
     pub message: String,
     pub status: u16,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::app_link;
+
+    #[test]
+    fn app_links_follow_the_kind_of_app() {
+        let base = "/@alice/dev.main";
+        assert_eq!(
+            app_link(base, "code", Some("http://localhost:8080"), false, None),
+            "/@alice/dev.main/apps/code/"
+        );
+        assert_eq!(
+            app_link(base, "top", None, false, Some("htop -d 5")),
+            "/@alice/dev.main/terminal?command=htop+-d+5"
+        );
+        assert_eq!(
+            app_link(base, "x", Some("vscode://open"), true, None),
+            "vscode://open"
+        );
+        for bad in [
+            "javascript:alert(1)",
+            " JavaScript:alert(1)",
+            "data:text/html,x",
+            "",
+        ] {
+            assert_eq!(app_link(base, "x", Some(bad), true, None), "", "{bad}");
+        }
+    }
 }

@@ -11,6 +11,7 @@
 
 pub(crate) mod routes;
 mod splice;
+mod terminal;
 mod usage;
 
 use std::time::Duration;
@@ -21,6 +22,7 @@ use tokio_yamux::StreamHandle;
 use uuid::Uuid;
 
 pub use routes::routes;
+pub use terminal::{OpenPty, PtyError, PtyRequest, open_pty};
 pub use usage::Usage;
 
 use crate::agents::Registry;

@@ -44,6 +44,25 @@ async fn authorize(state: &AppState, auth: &Auth, agent: Uuid) -> ApiResult<Uuid
     Ok(target.workspace.id)
 }
 
+/// Opens the stream, counting failures by reason for the relay's metrics.
+pub(super) async fn open_counted(
+    state: &AppState,
+    agent: Uuid,
+    header: &StreamHeader,
+) -> Result<(StreamHandle, tokio::sync::watch::Receiver<bool>), OpenError> {
+    let opened = open(&state.agents, agent, header).await;
+    if let Err(e) = &opened {
+        let reason = match e {
+            OpenError::NotConnected => "not_connected",
+            OpenError::Refused(_) => "refused",
+            OpenError::Unreachable(_) => "unreachable",
+        };
+        metrics::counter!("coderd_relay_open_failures_total", "type" => kind(header), "reason" => reason)
+            .increment(1);
+    }
+    opened
+}
+
 /// Opens the stream, turning a failure into the answer the client sees. `not_connected` is the
 /// status for an agent with no connection: the streams answer 502 (clients such as `coder ssh`
 /// retry on it while a workspace starts); listing ports answers 400, as Coder's does, since the
@@ -54,15 +73,9 @@ async fn open_for(
     header: &StreamHeader,
     not_connected: StatusCode,
 ) -> ApiResult<(StreamHandle, tokio::sync::watch::Receiver<bool>)> {
-    let kind = kind(header);
-    let failed = |reason: &'static str| {
-        metrics::counter!("coderd_relay_open_failures_total", "type" => kind, "reason" => reason)
-            .increment(1);
-    };
-    match open(&state.agents, agent, header).await {
+    match open_counted(state, agent, header).await {
         Ok(opened) => Ok(opened),
         Err(OpenError::NotConnected) => {
-            failed("not_connected");
             let row = state.store.agent_by_id(agent).await?;
             let status = crate::domain::render::agent_status(&row);
             Err(ApiError::new(
@@ -74,22 +87,16 @@ async fn open_for(
                 row.name
             )))
         }
-        Err(OpenError::Refused(reason)) => {
-            failed("refused");
-            Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "The workspace agent refused the connection.",
-            )
-            .with_detail(reason))
-        }
-        Err(e @ OpenError::Unreachable(_)) => {
-            failed("unreachable");
-            Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "The workspace agent did not answer.",
-            )
-            .with_detail(e.to_string()))
-        }
+        Err(OpenError::Refused(reason)) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "The workspace agent refused the connection.",
+        )
+        .with_detail(reason)),
+        Err(e @ OpenError::Unreachable(_)) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "The workspace agent did not answer.",
+        )
+        .with_detail(e.to_string())),
     }
 }
 
@@ -111,24 +118,35 @@ fn splice(
     inbound: Inbound,
 ) -> Response {
     let kind = kind(header);
+    ws.on_upgrade(move |socket: WebSocket| serve(state, socket, opened, workspace, kind, inbound))
+}
+
+/// Splices an accepted WebSocket onto an opened stream until either side ends.
+pub(super) async fn serve(
+    state: AppState,
+    socket: WebSocket,
+    opened: (StreamHandle, tokio::sync::watch::Receiver<bool>),
+    workspace: Uuid,
+    kind: &'static str,
+    inbound: Inbound,
+) {
     let span = tracing::info_span!("relay", %workspace, kind);
-    ws.on_upgrade(move |socket: WebSocket| {
-        async move {
-            let (stream, closed) = opened;
-            let active = state.relay_usage.begin(workspace, kind);
-            let ended = Splice::new(
-                socket,
-                stream,
-                inbound,
-                closed,
-                state.shutdown.clone(),
-                active,
-            )
-            .await;
-            tracing::debug!(?ended, "relay stream ended");
-        }
-        .instrument(span)
-    })
+    async move {
+        let (stream, closed) = opened;
+        let active = state.relay_usage.begin(workspace, kind);
+        let ended = Splice::new(
+            socket,
+            stream,
+            inbound,
+            closed,
+            state.shutdown.clone(),
+            active,
+        )
+        .await;
+        tracing::debug!(?ended, "relay stream ended");
+    }
+    .instrument(span)
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -215,12 +233,13 @@ pub(crate) async fn pty(
             detail: "a UUID naming the terminal, to reattach to it later".into(),
         }])
     })?;
-    let header = StreamHeader::Pty {
-        id: reconnect,
-        width: params.width.filter(|w| *w > 0).unwrap_or(80),
-        height: params.height.filter(|h| *h > 0).unwrap_or(24),
+    let header = super::PtyRequest {
+        reconnect,
+        width: params.width.unwrap_or(0),
+        height: params.height.unwrap_or(0),
         command: params.command,
-    };
+    }
+    .header();
     let ws = need_upgrade(ws)?;
     let workspace = authorize(&state, &auth, id).await?;
     let opened = open_for(&state, id, &header, StatusCode::BAD_GATEWAY).await?;

@@ -9,6 +9,7 @@ pub mod create;
 pub mod health;
 pub mod provisioning;
 pub mod templates;
+pub mod terminal;
 pub mod tokens;
 pub mod users;
 pub mod workspace;

@@ -132,3 +132,53 @@ pub(crate) async fn submit(client: &Client, css: &str) -> anyhow::Result<()> {
     client.find(Locator::Css(css)).await?.click().await?;
     Ok(())
 }
+
+/// One test's browser: chromedriver, a fresh chromium and its screenshots.
+pub(crate) struct Session {
+    pub(crate) client: Client,
+    pub(crate) shots: Shots,
+    // Held so chromedriver lives as long as the session.
+    _driver: Driver,
+}
+
+impl Session {
+    /// Starts a browser, or `None` when chromium is not installed (a failure with `CI=true`).
+    pub(crate) async fn start() -> anyhow::Result<Option<Self>> {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        let (Some(chromium), Some(chromedriver)) = (on_path("chromium"), on_path("chromedriver"))
+        else {
+            anyhow::ensure!(
+                !ci,
+                "chromium and chromedriver are required with CI=true (scripts/setup.sh --tests)"
+            );
+            eprintln!("skipping: chromium or chromedriver missing (scripts/setup.sh --tests)");
+            return Ok(None);
+        };
+        let driver = Driver::start(&chromedriver).await?;
+        let client = browser(&driver, &chromium).await?;
+        Ok(Some(Self {
+            client,
+            shots: Shots {
+                dir: screenshots_dir(),
+                n: 0,
+            },
+            _driver: driver,
+        }))
+    }
+
+    /// Closes the browser, after a screenshot named `failure` if the test failed.
+    pub(crate) async fn finish(
+        mut self,
+        name: &str,
+        result: anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        if result.is_err() {
+            let _ = self
+                .shots
+                .take(&self.client, &format!("{name}-failure"))
+                .await;
+        }
+        let _ = self.client.close().await;
+        result
+    }
+}

@@ -5,4 +5,6 @@ mod admin_pages;
 mod browser;
 mod common;
 mod e2e;
+mod e2e_terminal;
 mod pages;
+mod terminal;
