@@ -47,6 +47,25 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The process's arguments, parsed as `Cli::parse` does; for `coder server`, with where
+    /// each option's value came from (which the parsed struct forgets).
+    pub fn parse_with_sources() -> Self {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut command = Self::command();
+        let matches = command.get_matches_mut();
+        let mut cli =
+            Self::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+        if let (Command::Server(args), Some(("server", server))) =
+            (&mut cli.command, matches.subcommand())
+        {
+            args.config.options =
+                coderd::deployment_options::DeploymentOptions::from_matches(server);
+        }
+        cli
+    }
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct GlobalArgs {
     /// URL of the deployment (overrides the one saved by `coder login`).

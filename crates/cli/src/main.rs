@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // Terraform starts this binary as the `coder/coder` provider plugin (through the link the
     // provisioner daemon installs in its provider mirror): serve it, not the CLI.
@@ -16,7 +14,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_with_sources();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

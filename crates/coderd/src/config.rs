@@ -310,6 +310,10 @@ pub struct ServerConfig {
     /// Set by the CLI from its global `--global-config`; holds the embedded database.
     #[arg(skip)]
     pub config_dir: PathBuf,
+
+    /// Set by the CLI from the matches this was parsed from: every option with its source.
+    #[arg(skip)]
+    pub options: crate::deployment_options::DeploymentOptions,
 }
 
 impl std::fmt::Debug for ServerConfig {

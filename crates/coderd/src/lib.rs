@@ -9,6 +9,7 @@ pub mod authz;
 pub mod clock;
 pub mod config;
 pub mod cookies;
+pub mod deployment_options;
 pub mod devcontainers;
 pub mod domain;
 pub mod error;

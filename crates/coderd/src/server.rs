@@ -204,6 +204,7 @@ pub async fn run_with(
         deployment.session_duration = config.session_duration;
         deployment.max_token_lifetime = config.max_token_lifetime;
         deployment.audit_logs_retention = config.audit_logs_retention;
+        deployment.config_options = config.options.clone();
         deployment.default_token_lifetime = deployment
             .default_token_lifetime
             .min(config.max_token_lifetime);

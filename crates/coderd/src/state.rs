@@ -59,6 +59,8 @@ pub struct Options {
     pub apps: crate::apps::Settings,
     /// How long audit log entries are kept; zero keeps them forever.
     pub audit_logs_retention: Duration,
+    /// The server's options as given, for those who may read the deployment's configuration.
+    pub config_options: crate::deployment_options::DeploymentOptions,
 }
 
 impl Options {
@@ -83,6 +85,7 @@ impl Options {
             quiet_hours: default_quiet_hours(),
             apps: crate::apps::Settings::default(),
             audit_logs_retention: Duration::ZERO,
+            config_options: Default::default(),
         }
     }
 }

@@ -58,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/settings/tokens/{id}/delete", post(pages::tokens::delete))
         .route("/health", get(pages::health::show))
+        .route("/deployment/overview", get(pages::overview::show))
         .route(
             "/organizations/{org}/provisioners",
             get(pages::admin::provisioners),

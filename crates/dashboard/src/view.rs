@@ -19,7 +19,8 @@ pub struct Chrome {
     pub user: Option<String>,
     /// Whether to link the provisioners page (only those who may read daemons).
     pub provisioners: bool,
-    /// Whether to link the health report (only those who may read the deployment's config).
+    /// Whether to link the health report and the deployment overview (only those who may read
+    /// the deployment's config).
     pub health: bool,
     pub csrf: String,
     pub css: String,

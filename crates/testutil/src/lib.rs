@@ -188,6 +188,9 @@ async fn launch(
 ) -> anyhow::Result<(Url, AppState, CancellationToken, Server)> {
     let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
     let mut options = ServeOptions::new(Options::new(url.clone()));
+    // What `coder server --access-url <url>` would list (tests may replace it).
+    options.deployment.config_options =
+        coderd::deployment_options::DeploymentOptions::parse(["--access-url", url.as_str()])?;
     adjust(&mut options);
     let shutdown = CancellationToken::new();
     let state = AppState::start(pool, options.deployment.clone(), shutdown.clone()).await?;

@@ -7,7 +7,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use testutil::PASSWORD;
 
-use crate::harness::{command_with_config, start};
+use crate::harness::{command_with_config, start, start_with};
 
 fn postmaster_running(config: &std::path::Path) -> bool {
     let pid_file = config.join("postgres/data/postmaster.pid");
@@ -149,5 +149,63 @@ fn missing_postgres_binaries_are_named_in_the_error() -> anyhow::Result<()> {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("apt-get install postgresql"), "{stderr}");
+    Ok(())
+}
+
+/// The dashboard's overview tells a value from the environment, from a flag and from the
+/// default apart, as the real binary parsed them, and never shows a secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_overview_shows_where_each_option_came_from() -> anyhow::Result<()> {
+    const PSK: &str = "psk-that-must-not-show";
+    let config = tempfile::Builder::new()
+        .prefix("coder-server-")
+        .tempdir_in("/tmp")?;
+    // The harness sets CODER_API_RATE_LIMIT=-1 and passes --provisioner-daemons 0.
+    let server = start_with(config.path(), &["--provisioner-daemon-psk", PSK]).await?;
+    let client = Client::new(server.url.clone());
+    client
+        .create_first_user(&CreateFirstUserRequest {
+            email: "admin@example.com".into(),
+            username: "admin".into(),
+            password: PASSWORD.into(),
+            ..Default::default()
+        })
+        .await?;
+    let session = client
+        .login_with_password(&LoginWithPasswordRequest {
+            email: "admin@example.com".into(),
+            password: PASSWORD.into(),
+        })
+        .await?
+        .session_token;
+    let page = reqwest::Client::new()
+        .get(server.url.join("/deployment/overview")?)
+        .header(
+            "Cookie",
+            format!("{}={session}", codersdk::client::SESSION_TOKEN_COOKIE),
+        )
+        .send()
+        .await?;
+    let status = page.status();
+    let body = page.text().await?;
+    server.stop()?;
+    assert_eq!(status, 200, "{body}");
+    let row = |flag: &str| {
+        let marker = format!("<tr id=\"option-{flag}\">");
+        body.find(&marker)
+            .map(|i| &body[i..])
+            .and_then(|rest| rest.split("</tr>").next())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let limit = row("api-rate-limit");
+    assert!(limit.contains("<code>-1</code>"), "{limit}");
+    assert!(limit.contains(">environment<"), "{limit}");
+    let daemons = row("provisioner-daemons");
+    assert!(daemons.contains("<code>0</code>"), "{daemons}");
+    assert!(daemons.contains(">flag<"), "{daemons}");
+    assert!(row("session-duration").contains(">default<"));
+    assert!(row("provisioner-daemon-psk").contains("secret, set"));
+    assert!(!body.contains(PSK), "the pre-shared key is on the page");
     Ok(())
 }

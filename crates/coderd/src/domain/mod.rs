@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod builds;
+pub mod deployment_config;
 mod error;
 pub mod health;
 pub mod jobs;

@@ -7,6 +7,7 @@ pub mod builds;
 pub mod cli_auth;
 pub mod create;
 pub mod health;
+pub mod overview;
 pub mod provisioning;
 pub mod templates;
 pub mod terminal;

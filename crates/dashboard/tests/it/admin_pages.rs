@@ -539,3 +539,62 @@ async fn health_is_for_owners_and_linked_for_them() -> anyhow::Result<()> {
     assert!(theirs.body.contains("href=\"/settings/tokens\""));
     Ok(())
 }
+
+#[tokio::test]
+async fn overview_lists_options_with_sources_and_hides_secrets() -> anyhow::Result<()> {
+    use coderd::deployment_options::DeploymentOptions;
+    const SECRET: &str = "oidc-secret-that-must-not-show";
+    let options = DeploymentOptions::parse([
+        "--oidc-client-id",
+        "coder-test-client",
+        "--oidc-client-secret",
+        SECRET,
+    ])?;
+    let app = testutil::TestApp::with_options(move |o| {
+        o.front_doors.push(std::sync::Arc::new(dashboard::router));
+        o.deployment.config_options = options;
+    })
+    .await?;
+    let (owner, _) = app.owner().await?;
+    app.user(&owner, "member", &[]).await?;
+    redirects_to_login(&app, "/deployment/overview").await?;
+
+    let mut admin = Web::new(&app)?;
+    admin.login("owner@example.com", PASSWORD).await?;
+    let page = admin.get("/deployment/overview").await?;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let row = |flag: &str| {
+        let marker = format!("<tr id=\"option-{flag}\">");
+        page.body
+            .find(&marker)
+            .map(|i| &page.body[i..])
+            .and_then(|rest| rest.split("</tr>").next())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let client_id = row("oidc-client-id");
+    assert!(
+        client_id.contains("<code>coder-test-client</code>"),
+        "{client_id}"
+    );
+    assert!(client_id.contains("CODER_OIDC_CLIENT_ID"), "{client_id}");
+    assert!(client_id.contains(">flag<"), "{client_id}");
+    let session = row("session-duration");
+    assert!(session.contains("<code>24h</code>"), "{session}");
+    assert!(session.contains(">default<"), "{session}");
+    let secret = row("oidc-client-secret");
+    assert!(secret.contains("secret, set"), "{secret}");
+    assert!(!page.body.contains(SECRET), "the secret is on the page");
+    assert!(row("provisioner-daemon-psk").contains(">unset<"));
+    // Hidden options are not listed.
+    assert!(row("autobuild-poll-interval").is_empty());
+    let workspaces = admin.get("/workspaces").await?;
+    assert!(workspaces.body.contains("href=\"/deployment/overview\""));
+
+    let mut member = Web::new(&app)?;
+    member.login("member@example.com", PASSWORD).await?;
+    assert_eq!(member.get("/deployment/overview").await?.status, 404);
+    let theirs = member.get("/workspaces").await?;
+    assert!(!theirs.body.contains("href=\"/deployment/overview\""));
+    Ok(())
+}
