@@ -32,9 +32,9 @@ use relay::relay_rows;
 
 mod apps;
 mod create;
+mod dashboard;
 mod fleets;
 mod reads;
-mod dashboard;
 mod relay;
 
 /// Progress on stderr (stdout is for the table).

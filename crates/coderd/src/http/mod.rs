@@ -12,6 +12,7 @@ mod limit;
 pub(crate) mod meta;
 pub(crate) mod organizations;
 pub(crate) mod provisioners;
+mod same_origin;
 pub(crate) mod templates;
 pub(crate) mod users;
 pub(crate) mod workspaces;
@@ -75,6 +76,10 @@ pub fn router(
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            same_origin::refuse_cross_origin,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             limit::api_rate_limit,

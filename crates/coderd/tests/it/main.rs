@@ -24,6 +24,7 @@ mod queue;
 mod rbac;
 mod relay;
 mod robustness;
+mod same_origin;
 mod schedules;
 mod secrets;
 mod users;
