@@ -1,6 +1,7 @@
 //! The dashboard's integration tests, one binary (linking is the slow part on small machines):
 //! pages over real HTTP, and the browser flow.
 
+mod axe;
 mod browser;
 mod common;
 mod e2e;
