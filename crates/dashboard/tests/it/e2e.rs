@@ -28,10 +28,11 @@ async fn browser_flow() -> anyhow::Result<()> {
         eprintln!("skipping: chromium or chromedriver missing (scripts/setup.sh --tests)");
         return Ok(());
     };
+    // Before the browser starts: an early return after it would leave chromium running.
+    let mut shots = Shots::new("flow", ci)?;
     let app = crate::common::app().await?;
     let driver = Driver::start(&chromedriver).await?;
     let client = browser(&driver, &chromium).await?;
-    let mut shots = Shots::new("flow", ci)?;
     let result = flow(&app, &client, &mut shots).await;
     if result.is_err() {
         let _ = shots.shot(&client, "failure").await;
