@@ -75,6 +75,17 @@ if [ "${1:-}" = "--tests" ]; then
   fi
 fi
 
+# npm_pinned DIR PACKAGE VERSION: installs PACKAGE@VERSION into DIR unless that version is there.
+npm_pinned() {
+  local installed
+  installed="$(node -p "try { require('$1/node_modules/$2/package.json').version } catch { '' }" 2>/dev/null)"
+  if [ "$installed" != "$3" ]; then
+    echo "setup: installing $2@$3 into $1" >&2
+    mkdir -p "$1"
+    npm install --prefix "$1" --no-audit --no-fund --loglevel=error "$2@$3" >/dev/null
+  fi
+}
+
 # The SSO tests run a real OpenID provider: the certified `oidc-provider` package under the
 # machine's Node (crates/testutil/idp), installed outside the repository where testutil looks.
 if [ "${1:-}" = "--tests" ]; then
@@ -85,13 +96,7 @@ if [ "${1:-}" = "--tests" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
   fi
-  idp_dir="${CODER_TEST_IDP_DIR:-$HOME/.cache/coder-rs/oidc-provider}"
-  idp_version="9.13.3"
-  if [ "$(node -p "try { require('$idp_dir/node_modules/oidc-provider/package.json').version } catch { '' }" 2>/dev/null)" != "$idp_version" ]; then
-    echo "setup: installing oidc-provider@$idp_version into $idp_dir" >&2
-    mkdir -p "$idp_dir"
-    npm install --prefix "$idp_dir" --no-audit --no-fund --loglevel=error "oidc-provider@$idp_version" >/dev/null
-  fi
+  npm_pinned "${CODER_TEST_IDP_DIR:-$HOME/.cache/coder-rs/oidc-provider}" oidc-provider 9.13.3
 fi
 
 # The API fuzzing test (crates/cli/tests/it/fuzz.rs) runs schemathesis, pinned, from a
@@ -127,6 +132,13 @@ if [ "${1:-}" = "--tests" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${dashboard_apt[@]}" >/dev/null
   fi
+fi
+
+# The browser flow audits every page with axe-core (MPL-2.0, run only by the tests, never
+# shipped), injected over WebDriver from an npm install outside the repository (Node and npm
+# come from the SSO tests' step above).
+if [ "${1:-}" = "--tests" ]; then
+  npm_pinned "${CODER_TEST_AXE_DIR:-$HOME/.cache/coder-rs/axe-core}" axe-core 4.14.1
 fi
 
 # The relay's benchmarks (scripts/bench.sh) drive the OpenSSH client and hold OpenSSH's sshd

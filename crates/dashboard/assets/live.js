@@ -7,7 +7,8 @@
   var MAX_LOG_LINES = 10000;
   var backoff = 1000;
   var socket = null;
-  var pending = null; // a fragment held back while the person types inside the region
+  var pending = null; // a fragment held back while the person works a control inside the region
+  var leaving = false; // a form was submitted: the next page is on its way
 
   function region() {
     return document.querySelector("#ws-live[data-live-workspace]");
@@ -25,22 +26,44 @@
     }
   }
 
-  // Replaces an element with server-rendered markup (escaped by the server's templates).
+  // Whether the person is on a control inside `el` (typing, or about to click it): replacing
+  // the region then would lose the typing or swallow the click.
+  function inUse(el) {
+    var active = document.activeElement;
+    return !!active && el.contains(active) &&
+      /^(INPUT|TEXTAREA|SELECT|BUTTON|SUMMARY)$/.test(active.tagName);
+  }
+
+  // The same markup as shown, disregarding which disclosures the person opened.
+  function unchanged(old, fresh) {
+    var shown = old.cloneNode(true);
+    shown.querySelectorAll("details[open]").forEach(function (d) { d.removeAttribute("open"); });
+    return shown.isEqualNode(fresh);
+  }
+
+  // Replaces an element with server-rendered markup (escaped by the server's templates),
+  // keeping open the disclosures the person opened.
   function replace(id, html) {
     var old = document.getElementById(id);
-    if (!old) return;
-    var active = document.activeElement;
-    if (active && old.contains(active) && (active.tagName === "INPUT" || active.tagName === "TEXTAREA")) {
-      pending = { id: id, html: html };
-      return;
-    }
+    if (!old || leaving) return;
     var template = document.createElement("template");
     template.innerHTML = html.trim();
     var fresh = template.content.firstElementChild;
-    if (!fresh) return;
+    if (!fresh || unchanged(old, fresh)) return;
+    if (inUse(old)) {
+      pending = { id: id, html: html };
+      return;
+    }
+    old.querySelectorAll("details[open][id]").forEach(function (d) {
+      var same = fresh.querySelector("details#" + CSS.escape(d.id));
+      if (same) same.open = true;
+    });
     old.replaceWith(fresh);
     if (window.htmx) window.htmx.process(fresh);
   }
+
+  document.addEventListener("submit", function () { leaving = true; });
+  window.addEventListener("pageshow", function () { leaving = false; });
 
   document.addEventListener("focusout", function () {
     if (!pending) return;
@@ -97,7 +120,11 @@
         resetLog();
         break;
       case "reload":
-        window.location.reload();
+        // To the workspace's own URL: this page may be a form's answer at a POST-only URL.
+        if (!leaving) {
+          var el = region();
+          window.location.assign(el && el.dataset.href ? el.dataset.href : window.location.href);
+        }
         break;
     }
   }

@@ -81,19 +81,19 @@ impl Status {
         };
         let mut detail = String::new();
         if build.job.status == ProvisionerJobStatus::Pending {
-            let no_daemon = build
-                .matched_provisioners
-                .as_ref()
-                .is_some_and(|m| m.count == 0);
-            detail = if no_daemon {
-                format!(
-                    "No provisioner matches these tags: {}",
-                    tags_text(&build.job.tags)
-                )
-            } else if build.job.queue_position > 0 {
-                format!("Position in queue: {}", build.job.queue_position)
-            } else {
-                String::new()
+            let tags = tags_text(&build.job.tags);
+            detail = match build.matched_provisioners.as_ref() {
+                Some(m) if m.count == 0 => format!("No provisioner matches these tags: {tags}"),
+                Some(m) if m.available == 0 => {
+                    format!(
+                        "{} these tags ({tags}), none is online",
+                        daemons_match(m.count)
+                    )
+                }
+                _ if build.job.queue_position > 0 => {
+                    format!("Position in queue: {}", build.job.queue_position)
+                }
+                _ => String::new(),
             };
         } else if status == WorkspaceStatus::Failed && !build.job.error.is_empty() {
             detail = build.job.error.clone();
@@ -106,11 +106,20 @@ impl Status {
     }
 }
 
-fn tags_text(tags: &std::collections::BTreeMap<String, String>) -> String {
+pub fn tags_text(tags: &std::collections::BTreeMap<String, String>) -> String {
     tags.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// "1 provisioner matches" / "3 provisioners match": the start of why a job waits.
+pub fn daemons_match(count: i64) -> String {
+    if count == 1 {
+        "1 provisioner matches".to_owned()
+    } else {
+        format!("{count} provisioners match")
+    }
 }
 
 pub fn capitalized(s: &str) -> String {

@@ -228,3 +228,38 @@ pub async fn daemons(
     }
     Ok(daemons)
 }
+
+/// A pending job no online daemon can take, with what it is for and how many daemons match.
+pub struct WaitingJob {
+    pub job: ProvisionerJob,
+    pub template_name: String,
+    pub matched: MatchedProvisioners,
+}
+
+/// How many pending jobs [`waiting`] looks at, newest first.
+const WAITING_SCAN: i64 = 100;
+
+/// The organization's pending jobs that wait for want of a daemon (none matches their tags, or
+/// none of those that do is online), newest first; for those who may read its jobs.
+pub async fn waiting(state: &AppState, subject: &Subject, org: Uuid) -> Result<Vec<WaitingJob>> {
+    let object = Object::in_org(Resource::ProvisionerJob, org);
+    crate::authz::authorize(subject, Action::Read, &object)?;
+    let rows = state
+        .store
+        .list_jobs(org, &["pending".to_owned()], WAITING_SCAN)
+        .await?;
+    let daemons = state.store.daemons(Some(org), None).await?;
+    let mut out = Vec::new();
+    for row in &rows {
+        let (online, matched) = matched(state, row, &daemons);
+        if !online.is_empty() {
+            continue;
+        }
+        out.push(WaitingJob {
+            job: render(state, row, &daemons).await?,
+            template_name: state.store.job_template(row.id).await?.name,
+            matched,
+        });
+    }
+    Ok(out)
+}

@@ -5,6 +5,7 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, State};
+use coderd::authz::{Action, Object, Resource};
 use coderd::domain::views;
 use coderd::state::AppState;
 use coderd::store::TemplateRow;
@@ -14,7 +15,7 @@ use super::create::find_template;
 use super::provisioning::OrgTabs;
 use crate::error::PageResult;
 use crate::session::Viewer;
-use crate::view::{Chrome, capitalized};
+use crate::view::{Chrome, capitalized, daemons_match, tags_text};
 
 #[derive(Template, WebTemplate)]
 #[template(path = "versions.html")]
@@ -54,6 +55,40 @@ pub struct DaemonView {
     pub last_seen: String,
 }
 
+/// A pending job no online daemon can take: why, and the tags it asks for.
+pub struct WaitingView {
+    pub kind: &'static str,
+    pub template: String,
+    pub tags: String,
+    pub reason: String,
+    pub queued: String,
+}
+
+impl WaitingView {
+    fn of(w: coderd::domain::jobs::WaitingJob) -> Self {
+        use codersdk::provisioners::ProvisionerJobType as T;
+        let reason = if w.matched.count == 0 {
+            "No provisioner matches its tags".to_owned()
+        } else {
+            format!(
+                "{} its tags, none is online",
+                daemons_match(w.matched.count)
+            )
+        };
+        Self {
+            kind: match w.job.job_type {
+                T::TemplateVersionImport => "Template import",
+                T::TemplateVersionDryRun => "Dry run",
+                T::WorkspaceBuild => "Workspace build",
+            },
+            template: w.template_name,
+            tags: tags_text(&w.job.tags),
+            reason,
+            queued: w.job.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        }
+    }
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "provisioners.html")]
 pub struct ProvisionersPage {
@@ -61,10 +96,13 @@ pub struct ProvisionersPage {
     org: String,
     tabs: OrgTabs,
     daemons: Vec<DaemonView>,
+    /// `None` for those who may not read the organization's jobs.
+    waiting: Option<Vec<WaitingView>>,
 }
 
 /// `/organizations/{org}/provisioners`: the organization's daemons the viewer may see, with
-/// the same visibility rules as the API (`domain::jobs::daemons`).
+/// the same visibility rules as the API (`domain::jobs::daemons`), and, for those who may read
+/// its jobs, the pending ones no online daemon can take, so a stuck build explains itself.
 pub async fn provisioners(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -95,10 +133,18 @@ pub async fn provisioners(
             d,
         })
         .collect();
+    let jobs = Object::in_org(Resource::ProvisionerJob, org.id);
+    let waiting = if viewer.subject().can(Action::Read, &jobs) {
+        let waiting = coderd::domain::jobs::waiting(&state, viewer.subject(), org.id).await?;
+        Some(waiting.into_iter().map(WaitingView::of).collect())
+    } else {
+        None
+    };
     Ok(ProvisionersPage {
         chrome: Chrome::of(&viewer),
         tabs: OrgTabs::new(viewer.subject(), &org, "provisioners"),
         org: org.name,
         daemons,
+        waiting,
     })
 }

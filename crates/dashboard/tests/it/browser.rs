@@ -81,17 +81,76 @@ pub(crate) async fn browser(driver: &Driver, chromium: &PathBuf) -> anyhow::Resu
         .await?)
 }
 
+/// A screenshot per page, and an axe-core audit of it when axe is installed.
 pub(crate) struct Shots {
-    pub(crate) dir: PathBuf,
-    pub(crate) n: u32,
+    dir: PathBuf,
+    n: u32,
+    axe: Option<String>,
+    /// Whether axe has shown, on a probe, that it flags violations (done before the first audit).
+    checked: bool,
+    violations: Vec<String>,
 }
 
 impl Shots {
+    /// Files go to `target/e2e-screenshots/{test}/`, emptied first so nothing stale remains.
+    /// Without axe-core the pages are only photographed, except with `CI=true`, where that is
+    /// a failure.
+    pub(crate) fn new(test: &str, ci: bool) -> anyhow::Result<Self> {
+        let axe = crate::axe::script()?;
+        if axe.is_none() {
+            anyhow::ensure!(
+                !ci,
+                "axe-core is required with CI=true (scripts/setup.sh --tests installs it)"
+            );
+            eprintln!("not auditing accessibility: axe-core missing (scripts/setup.sh --tests)");
+        }
+        let dir = screenshots_dir().join(test);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        Ok(Self {
+            dir,
+            n: 0,
+            axe,
+            checked: false,
+            violations: Vec::new(),
+        })
+    }
+
+    /// Photographs the page (`NN-name.png`) and audits it (`NN-name.axe.json`); serious and
+    /// critical violations are collected for [`Shots::verdict`], so one run lists them all.
     pub(crate) async fn take(&mut self, client: &Client, name: &str) -> anyhow::Result<()> {
+        self.shot(client, name).await?;
+        if let Some(axe) = &self.axe {
+            if !self.checked {
+                crate::axe::self_check(client, axe).await?;
+                self.checked = true;
+            }
+            let json = self.dir.join(format!("{:02}-{name}.axe.json", self.n));
+            let found = crate::axe::audit(client, axe, name, &json).await?;
+            self.violations.extend(found);
+        }
+        Ok(())
+    }
+
+    /// Only the screenshot (for a failure, where the page is whatever it was).
+    pub(crate) async fn shot(&mut self, client: &Client, name: &str) -> anyhow::Result<()> {
         self.n += 1;
         let png = client.screenshot().await?;
         std::fs::create_dir_all(&self.dir)?;
         std::fs::write(self.dir.join(format!("{:02}-{name}.png", self.n)), png)?;
+        Ok(())
+    }
+
+    /// Fails with every serious or critical violation the audits found.
+    pub(crate) fn verdict(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.violations.is_empty(),
+            "axe-core found {} serious or critical violation(s) (details in {}):\n{}",
+            self.violations.len(),
+            self.dir.display(),
+            self.violations.join("\n")
+        );
         Ok(())
     }
 }
@@ -121,16 +180,37 @@ pub(crate) async fn wait_text(
     }
 }
 
+/// Runs `step` on the element `css` finds, finding it again if a live update replaced it in
+/// between (the live socket swaps whole regions; the page's own code keeps what the person
+/// works on, but a WebDriver reference taken just before a swap goes stale).
+async fn on_element<F, Fut>(client: &Client, css: &str, step: F) -> anyhow::Result<()>
+where
+    F: Fn(fantoccini::elements::Element) -> Fut,
+    Fut: std::future::Future<Output = Result<(), fantoccini::error::CmdError>>,
+{
+    let mut tries = 0;
+    loop {
+        let element = client
+            .find(Locator::Css(css))
+            .await
+            .with_context(|| format!("finding {css}"))?;
+        match step(element).await {
+            Err(e) if e.is_stale_element_reference() && tries < 3 => tries += 1,
+            other => return other.with_context(|| format!("using {css}")),
+        }
+    }
+}
+
 pub(crate) async fn fill(client: &Client, css: &str, value: &str) -> anyhow::Result<()> {
-    let field = client.find(Locator::Css(css)).await?;
-    field.clear().await?;
-    field.send_keys(value).await?;
-    Ok(())
+    on_element(client, css, |field| async move {
+        field.clear().await?;
+        field.send_keys(value).await
+    })
+    .await
 }
 
 pub(crate) async fn submit(client: &Client, css: &str) -> anyhow::Result<()> {
-    client.find(Locator::Css(css)).await?.click().await?;
-    Ok(())
+    on_element(client, css, |element| async move { element.click().await }).await
 }
 
 /// One test's browser: chromedriver, a fresh chromium and its screenshots.
@@ -143,7 +223,8 @@ pub(crate) struct Session {
 
 impl Session {
     /// Starts a browser, or `None` when chromium is not installed (a failure with `CI=true`).
-    pub(crate) async fn start() -> anyhow::Result<Option<Self>> {
+    /// Screenshots and audits go to `target/e2e-screenshots/{test}/`.
+    pub(crate) async fn start(test: &str) -> anyhow::Result<Option<Self>> {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         let (Some(chromium), Some(chromedriver)) = (on_path("chromium"), on_path("chromedriver"))
         else {
@@ -154,19 +235,18 @@ impl Session {
             eprintln!("skipping: chromium or chromedriver missing (scripts/setup.sh --tests)");
             return Ok(None);
         };
+        let shots = Shots::new(test, ci)?;
         let driver = Driver::start(&chromedriver).await?;
         let client = browser(&driver, &chromium).await?;
         Ok(Some(Self {
             client,
-            shots: Shots {
-                dir: screenshots_dir(),
-                n: 0,
-            },
+            shots,
             _driver: driver,
         }))
     }
 
-    /// Closes the browser, after a screenshot named `failure` if the test failed.
+    /// Closes the browser, after a screenshot named `failure` if the test failed; a passing
+    /// test still fails on the accessibility violations its pages had.
     pub(crate) async fn finish(
         mut self,
         name: &str,
@@ -175,10 +255,11 @@ impl Session {
         if result.is_err() {
             let _ = self
                 .shots
-                .take(&self.client, &format!("{name}-failure"))
+                .shot(&self.client, &format!("{name}-failure"))
                 .await;
         }
         let _ = self.client.close().await;
-        result
+        result?;
+        self.shots.verdict()
     }
 }

@@ -138,7 +138,7 @@ async fn workspace(app: &TestApp, app_port: u16) -> anyhow::Result<Workspace> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn terminal_replays_after_reload_and_apps_open() -> anyhow::Result<()> {
-    let Some(mut browser) = Session::start().await? else {
+    let Some(mut browser) = Session::start("terminal").await? else {
         return Ok(());
     };
     let app = crate::common::app().await?;

@@ -2,6 +2,7 @@
 //! pages over real HTTP, and the browser flow.
 
 mod admin_pages;
+mod axe;
 mod browser;
 mod common;
 mod e2e;
