@@ -137,6 +137,13 @@ async fn flow(app: &testutil::TestApp, client: &Client, shots: &mut Shots) -> an
     submit(client, &action("start")).await?;
     wait_text(client, "#ws-status", "Running", Duration::from_secs(30)).await?;
     shots.take(client, "workspace-started").await?;
+    visit(client, shots, &url("/@owner/dev/builds"), "builds").await?;
+    visit(client, shots, &url("/@owner/dev/builds/1"), "build-1").await?;
+    client.goto(&url("/@owner/dev")).await?;
+    client
+        .wait()
+        .for_element(Locator::Css("#ws-status"))
+        .await?;
 
     delete_workspace(client, shots).await?;
 
@@ -167,6 +174,33 @@ async fn flow(app: &testutil::TestApp, client: &Client, shots: &mut Shots) -> an
         anyhow::ensure!(waiting.contains(want), "no {want:?} in {waiting:?}");
     }
     shots.take(client, "provisioners").await?;
+    for (path, name) in [
+        (
+            "/organizations/default/provisioner-jobs",
+            "provisioner-jobs",
+        ),
+        (
+            "/organizations/default/provisioner-keys",
+            "provisioner-keys",
+        ),
+        ("/settings/tokens", "tokens"),
+        ("/health", "health"),
+        ("/deployment/overview", "deployment-overview"),
+    ] {
+        visit(client, shots, &url(path), name).await?;
+    }
+    Ok(())
+}
+
+/// Opens a page that has no live part to wait for, then photographs and audits it.
+async fn visit(client: &Client, shots: &mut Shots, url: &str, name: &str) -> anyhow::Result<()> {
+    client.goto(url).await?;
+    client.wait().for_element(Locator::Css("main h1")).await?;
+    anyhow::ensure!(
+        !client.current_url().await?.path().starts_with("/login"),
+        "{url} sent the owner to the login page"
+    );
+    shots.take(client, name).await?;
     Ok(())
 }
 

@@ -194,6 +194,13 @@ async fn flow(
 
     // The workspace page offers the terminal of the connected agent.
     client.goto(&url("/@owner/dev")).await?;
+    client
+        .wait()
+        .for_element(Locator::Css("a.button[href='/@owner/dev.main/terminal']"))
+        .await?;
+    // Audited first: axe proves it can flag violations on an ordinary page (the terminal fills
+    // the window and hides what overflows it).
+    shots.take(client, "workspace-with-agent").await?;
     follow(client, "a.button[href='/@owner/dev.main/terminal']").await?;
     wait_text(client, "#terminal-status", "Connected", PATIENCE).await?;
     let first = client.current_url().await?;
@@ -246,6 +253,7 @@ async fn flow(
     wait_text(client, "#app", "hello from the app", PATIENCE).await?;
     let text = text_of(client, "h1").await?;
     anyhow::ensure!(text == "hello from the app", "{text}");
-    shots.take(client, "app").await?;
+    // The app is the test's own page, not the dashboard's: photographed, not audited.
+    shots.shot(client, "app").await?;
     Ok(())
 }
