@@ -34,6 +34,15 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/workspaces", get(pages::workspaces::list))
         .route("/templates", get(pages::templates::list))
+        .route("/templates/{template}", get(pages::template::show))
+        .route(
+            "/templates/{template}/versions/{version}",
+            get(pages::template::version),
+        )
+        .route(
+            "/templates/{template}/versions/{version}/import",
+            get(pages::template::import_fragment),
+        )
         .route(
             "/templates/{template}/versions",
             get(pages::admin::versions),

@@ -9,6 +9,7 @@ pub mod create;
 pub mod health;
 pub mod overview;
 pub mod provisioning;
+pub mod template;
 pub mod templates;
 pub mod terminal;
 pub mod tokens;

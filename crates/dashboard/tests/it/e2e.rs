@@ -151,6 +151,10 @@ async fn flow(app: &testutil::TestApp, client: &Client, shots: &mut Shots) -> an
     client.goto(&url("/templates/docker/versions")).await?;
     wait_text(client, "table.list", "Active", Duration::from_secs(5)).await?;
     shots.take(client, "template-versions").await?;
+    submit(client, "table.list a[href^='/templates/docker/versions/']").await?;
+    wait_text(client, "#import", "Succeeded", Duration::from_secs(5)).await?;
+    shots.take(client, "template-version").await?;
+    visit(client, shots, &url("/templates/docker"), "template").await?;
     client.goto(&url("/deployment/users")).await?;
     wait_text(
         client,

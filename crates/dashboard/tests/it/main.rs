@@ -8,4 +8,5 @@ mod common;
 mod e2e;
 mod e2e_terminal;
 mod pages;
+mod template_pages;
 mod terminal;
