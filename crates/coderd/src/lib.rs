@@ -6,6 +6,7 @@ pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod authz;
+pub mod build_times;
 pub mod clock;
 pub mod config;
 pub mod cookies;

@@ -117,6 +117,7 @@ pub struct StateInner {
     /// Idle keep-alive connections of the app proxy.
     pub app_pool: crate::apps::Pool,
     pub template_usage: crate::usage::TemplateUsage,
+    pub build_times: crate::build_times::BuildTimesCache,
     /// Template archives, for job payloads.
     pub files: crate::provisioners::file_cache::FileCache,
     /// Sign-in providers (OIDC).
@@ -171,6 +172,12 @@ impl AppState {
         );
         let template_usage =
             crate::usage::TemplateUsage::start(store.clone(), shutdown.child_token());
+        let build_times = crate::build_times::BuildTimesCache::start(
+            store.clone(),
+            &pubsub,
+            shutdown.child_token(),
+        )
+        .await;
         let agents = crate::agents::Registry::default();
         let agent_batcher =
             crate::agents::Batcher::start(store.clone(), agents.clone(), shutdown.child_token());
@@ -199,6 +206,7 @@ impl AppState {
             relay_usage,
             app_pool: crate::apps::Pool::start(shutdown.child_token()),
             template_usage,
+            build_times,
             files: Default::default(),
             sso,
             login_limits,

@@ -272,8 +272,7 @@ fn template_view(
 
 /// Templates with their build time statistics, in bulk (one statistics query for all).
 pub async fn templates(state: &AppState, rows: Vec<TemplateRow>) -> Result<Vec<Template>> {
-    let ids: Vec<Uuid> = rows.iter().map(|t| t.id).collect();
-    let stats = state.store.build_time_stats(&ids).await?;
+    let stats = state.build_times.snapshot();
     Ok(rows
         .into_iter()
         .map(|row| {

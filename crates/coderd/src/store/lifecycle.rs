@@ -307,12 +307,9 @@ impl Store {
         .await
     }
 
-    /// p50/p95 build times per template and transition, over each one's latest
+    /// p50/p95 build times of every template per transition, over each one's latest
     /// [`BUILD_TIME_SAMPLE`] successful builds of the last 30 days.
-    pub async fn build_time_stats(
-        &self,
-        templates: &[Uuid],
-    ) -> Result<HashMap<Uuid, BTreeMap<String, BuildTimes>>> {
+    pub async fn build_time_stats(&self) -> Result<HashMap<Uuid, BTreeMap<String, BuildTimes>>> {
         timed("build_time_stats", async {
             let rows = sqlx::query!(
                 r#"SELECT template_id AS "template_id!", transition AS "transition!",
@@ -326,13 +323,12 @@ impl Store {
                        FROM workspace_builds b
                        JOIN workspaces w ON w.id = b.workspace_id
                        JOIN provisioner_jobs j ON j.id = b.job_id
-                       WHERE w.template_id = ANY($1) AND j.started_at IS NOT NULL
+                       WHERE j.started_at IS NOT NULL
                          AND j.completed_at > now() - interval '30 days'
                          AND j.error IS NULL AND j.canceled_at IS NULL
                    ) recent
-                   WHERE n <= $2
+                   WHERE n <= $1
                    GROUP BY template_id, transition"#,
-                templates,
                 BUILD_TIME_SAMPLE
             )
             .fetch_all(&self.pool)

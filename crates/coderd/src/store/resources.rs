@@ -3,7 +3,6 @@
 use chrono::{DateTime, Utc};
 use codersdk::proto::{self, AgentAuth};
 use serde_json::Value;
-use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{Result, Store, timed};
@@ -404,57 +403,5 @@ impl Store {
             log_sources: self.agent_log_sources(&[agent]).await?,
             agent: row,
         })
-    }
-
-    /// Everything produced by `jobs`, grouped per resource, in creation order: one statement,
-    /// the metadata and agents (with their apps, scripts and log sources) aggregated as JSON per
-    /// resource, so a build's tree costs one round trip however deep it is.
-    pub async fn resources_of_jobs(&self, jobs: &[Uuid]) -> Result<Vec<ResourceTree>> {
-        timed("resources_of_jobs", async {
-            let rows = sqlx::query!(
-                r#"SELECT r.id, r.job_id, r.transition, r.type AS kind, r.name, r.hide, r.icon,
-                          r.instance_type, r.daily_cost, r.module_path, r.created_at,
-                          COALESCE((SELECT jsonb_agg(to_jsonb(m) ORDER BY m.position)
-                                    FROM workspace_resource_metadata m
-                                    WHERE m.workspace_resource_id = r.id), '[]') AS "metadata!: Json<Vec<MetadataRow>>",
-                          COALESCE((SELECT jsonb_agg(jsonb_build_object(
-                                        'agent', to_jsonb(a) - 'auth_token_hash',
-                                        'apps', COALESCE((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.display_order, p.slug)
-                                                          FROM workspace_apps p WHERE p.agent_id = a.id), '[]'),
-                                        'scripts', COALESCE((SELECT jsonb_agg(to_jsonb(s) ORDER BY s.created_at, s.display_name)
-                                                             FROM workspace_agent_scripts s WHERE s.agent_id = a.id), '[]'),
-                                        'log_sources', COALESCE((SELECT jsonb_agg(to_jsonb(l) ORDER BY l.created_at, l.display_name)
-                                                                 FROM workspace_agent_log_sources l WHERE l.agent_id = a.id), '[]'))
-                                    ORDER BY a.display_order, a.name)
-                                    FROM workspace_agents a WHERE a.resource_id = r.id), '[]') AS "agents!: Json<Vec<AgentTree>>"
-                   FROM workspace_resources r
-                   WHERE r.job_id = ANY($1)
-                   ORDER BY r.created_at, r.name"#,
-                jobs
-            )
-            .fetch_all(&self.pool)
-            .await?;
-            Ok(rows
-                .into_iter()
-                .map(|r| ResourceTree {
-                    resource: ResourceRow {
-                        id: r.id,
-                        job_id: r.job_id,
-                        transition: r.transition,
-                        r#type: r.kind,
-                        name: r.name,
-                        hide: r.hide,
-                        icon: r.icon,
-                        instance_type: r.instance_type,
-                        daily_cost: r.daily_cost,
-                        module_path: r.module_path,
-                        created_at: r.created_at,
-                    },
-                    metadata: r.metadata.0,
-                    agents: r.agents.0,
-                })
-                .collect())
-        })
-        .await
     }
 }

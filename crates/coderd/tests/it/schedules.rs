@@ -436,7 +436,15 @@ async fn new_fields_have_coders_names_and_json_types() -> anyhow::Result<()> {
         );
     }
 
-    let t: Value = owner.get(&format!("/api/v2/templates/{template}")).await?;
+    // Build times are refreshed off the request path, about a second after a job completes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let t: Value = loop {
+        let t: Value = owner.get(&format!("/api/v2/templates/{template}")).await?;
+        if t["build_time_stats"]["start"]["P50"].is_i64() || std::time::Instant::now() > deadline {
+            break t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     for key in [
         "default_ttl_ms",
         "activity_bump_ms",
