@@ -2,17 +2,21 @@
 //! what the build recorded. Coder asks the agent, which starts each `coder_devcontainer` with
 //! a container engine and reports it running; coder-rs runs none (its hosts have no
 //! container engine), so each is shown in Coder's shape with status `error` and the reason,
-//! never silently absent or pretending to start.
+//! never silently absent or pretending to start. It has no sub-agent (Coder's `agent` field
+//! stays absent, as in Coder before the container runs). Asking to recreate one
+//! (`POST .../containers/devcontainers/{devcontainer}/recreate`, Coder's 202) is refused
+//! with 501 and the same reason, for whoever may connect to the workspace.
 
 use axum::Router;
 use axum::extract::State;
-use axum::routing::get;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
 use codersdk::workspaces::{WorkspaceAgentDevcontainer, WorkspaceAgentListContainersResponse};
 use uuid::Uuid;
 
 use crate::authz::Action;
 use crate::domain::{self, resolve};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{Auth, Json, Path};
 use crate::state::AppState;
 
@@ -22,7 +26,12 @@ pub const NOT_RUN: &str = "coder-rs does not run dev containers: starting one ne
                            workspace, which this deployment does not use";
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/workspaceagents/{id}/containers", get(containers))
+    Router::new()
+        .route("/workspaceagents/{id}/containers", get(containers))
+        .route(
+            "/workspaceagents/{id}/containers/devcontainers/{devcontainer}/recreate",
+            post(recreate_devcontainer),
+        )
 }
 
 #[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/containers", tag = "Agents",
@@ -55,4 +64,40 @@ pub(crate) async fn containers(
         containers: Vec::new(),
         warnings: Vec::new(),
     }))
+}
+
+/// Recreate a dev container: refused, with the reason (no container engine to run it).
+///
+/// Coder accepts (202) and has the agent start the container again; here nothing could start
+/// it, so the answer says why instead of accepting work that would never happen.
+#[utoipa::path(post,
+    path = "/api/v2/workspaceagents/{id}/containers/devcontainers/{devcontainer}/recreate",
+    tag = "Agents",
+    params(("id" = Uuid, Path), ("devcontainer" = Uuid, Path)),
+    responses((status = 501, description = "No container engine to recreate it with")))]
+pub(crate) async fn recreate_devcontainer(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((id, devcontainer)): Path<(Uuid, Uuid)>,
+) -> ApiResult<StatusCode> {
+    // Recreating runs commands in the workspace, as a connection would.
+    resolve::agent(&state, &auth.subject, id, Action::Connect).await?;
+    let known = state
+        .store
+        .agent_devcontainers(id)
+        .await
+        .map_err(domain::Error::from)?
+        .iter()
+        .any(|row| row.id == devcontainer);
+    if !known {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "Dev container not found.",
+        ));
+    }
+    Err(ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "Cannot recreate the dev container.",
+    )
+    .with_detail(NOT_RUN))
 }

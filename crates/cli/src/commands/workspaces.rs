@@ -170,7 +170,25 @@ fn complete_parameters(
 
 pub async fn create(global: &GlobalArgs, args: CreateArgs) -> anyhow::Result<()> {
     let client = global.client()?;
-    let org = args.org.resolve(&client).await?;
+    create_workspace(&client, args, Require::Any).await?;
+    Ok(())
+}
+
+/// What the template must have for `create_workspace` to use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Require {
+    Any,
+    /// A `coder_external_agent` in its active version (`coder external-workspaces create`).
+    ExternalAgent,
+}
+
+/// Creates a workspace and follows its build to the end; returns it as created.
+pub(crate) async fn create_workspace(
+    client: &Client,
+    args: CreateArgs,
+    require: Require,
+) -> anyhow::Result<Workspace> {
+    let org = args.org.resolve(client).await?;
     let arg = match args.name {
         Some(n) => n,
         None => prompt::text("Specify a name for your workspace", None)?,
@@ -184,6 +202,17 @@ pub async fn create(global: &GlobalArgs, args: CreateArgs) -> anyhow::Result<()>
         .template_by_name(&org.id.to_string(), &template_name)
         .await
         .with_context(|| format!("template {template_name:?}"))?;
+    if require == Require::ExternalAgent {
+        let version = client.template_version(template.active_version_id).await?;
+        if !version.has_external_agent {
+            bail!(
+                "template version {:?} of {template_name:?} does not have an external agent; \
+                 only templates with a coder_external_agent resource can create external \
+                 workspaces",
+                version.name
+            );
+        }
+    }
     let declared = client
         .template_version_rich_parameters(template.active_version_id)
         .await?;
@@ -230,14 +259,14 @@ pub async fn create(global: &GlobalArgs, args: CreateArgs) -> anyhow::Result<()>
             },
         )
         .await?;
-    jobs::watch(&client, Watched::WorkspaceBuild(workspace.latest_build.id))
+    jobs::watch(client, Watched::WorkspaceBuild(workspace.latest_build.id))
         .await
         .context("the workspace build failed")?;
     println!("The {name} workspace has been created!");
     if args.wait {
-        crate::agents::wait_ready(&client, workspace.latest_build.id).await?;
+        crate::agents::wait_ready(client, workspace.latest_build.id).await?;
     }
-    Ok(())
+    Ok(workspace)
 }
 
 /// Runs one transition on a workspace and follows it to the end.
@@ -328,6 +357,16 @@ pub async fn delete(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> 
 }
 
 pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<()> {
+    list_matching(global, args, "", "Create one with 'coder create'.").await
+}
+
+/// `coder list` with `extra` added to the search, and `hint` after "No workspaces found!".
+pub(crate) async fn list_matching(
+    global: &GlobalArgs,
+    args: ListArgs,
+    extra: &str,
+    hint: &str,
+) -> anyhow::Result<()> {
     let mut picked = Vec::new();
     for column in &args.columns {
         let column = column.trim().to_lowercase();
@@ -344,13 +383,14 @@ pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<()> {
     }
     let client = global.client()?;
     let query = if args.all { String::new() } else { args.search };
+    let query = format!("{query} {extra}");
     let found = client.workspaces(&query).await?;
     if args.output.output == output::Format::Json {
         println!("{}", serde_json::to_string_pretty(&found.workspaces)?);
         return Ok(());
     }
     if found.workspaces.is_empty() {
-        eprintln!("No workspaces found! Create one with 'coder create'.");
+        eprintln!("No workspaces found! {hint}");
         return Ok(());
     }
     let now = chrono::Utc::now();

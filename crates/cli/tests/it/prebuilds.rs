@@ -13,7 +13,6 @@ use codersdk::users::LoginWithPasswordRequest;
 use codersdk::workspaces::{Workspace, WorkspaceAgent};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use testutil::eventually;
 
 use crate::harness::Deployment;
 use crate::terraform::{alive, example, pid_in, terraform};
@@ -36,6 +35,31 @@ data "coder_workspace_preset" "plain" {
   }
 }
 "#;
+
+/// The longest wait for builds with real terraform (two prebuilds at once, then a claim beside
+/// a refill) and their agents. It bounds the wait only: what is waited for is the same, and
+/// on a machine shared with compilers a minute was not always enough.
+const BUILD_WAIT: Duration = Duration::from_secs(300);
+
+/// Polls `check` every quarter second until it holds, failing after [`BUILD_WAIT`]. Each poll
+/// lists whole workspaces; polling faster would only load the server the test waits on.
+async fn wait_for<F, Fut>(what: &str, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let deadline = Instant::now() + BUILD_WAIT;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "timed out after {BUILD_WAIT:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
 
 /// Kills every workspace process under the directory when the test ends, however it ends:
 /// the prebuilt workspaces outlive the test's own workspace.
@@ -104,11 +128,9 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
     let _reaper = ReapAll(workspaces.clone());
     push(&d, &workspaces)?;
 
-    eventually(
-        Duration::from_secs(60),
-        "two prebuilt workspaces with ready agents",
-        || async { Ok(pool(&d).await? == (2, 2)) },
-    )
+    wait_for("two prebuilt workspaces with ready agents", || async {
+        Ok(pool(&d).await? == (2, 2))
+    })
     .await?;
     let prebuilt = d.owner.workspaces("owner:prebuilds").await?.workspaces;
     let pid_file = |id: uuid::Uuid| workspaces.join(id.to_string()).join(".coder-workspace.pid");
@@ -160,16 +182,12 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
         .map(|(_, pid)| *pid)
         .context("the claimed prebuild's process")?;
 
-    eventually(
-        Duration::from_secs(60),
-        "the claimed workspace's agent ready",
-        || async {
-            let ws = d.owner.workspace(ws.id).await?;
-            Ok(ws.latest_build.build_number == 2
-                && ws.latest_build.job.status == ProvisionerJobStatus::Succeeded
-                && ready(&ws))
-        },
-    )
+    wait_for("the claimed workspace's agent ready", || async {
+        let ws = d.owner.workspace(ws.id).await?;
+        Ok(ws.latest_build.build_number == 2
+            && ws.latest_build.job.status == ProvisionerJobStatus::Succeeded
+            && ready(&ws))
+    })
     .await?;
     let claim_ready = started.elapsed();
     let ws = d.owner.workspace(ws.id).await?;
@@ -182,11 +200,9 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
     );
     assert!(alive(pid), "the prebuild's agent process still runs");
 
-    eventually(
-        Duration::from_secs(60),
-        "the pool refilled to two ready prebuilds",
-        || async { Ok(pool(&d).await? == (2, 2)) },
-    )
+    wait_for("the pool refilled to two ready prebuilds", || async {
+        Ok(pool(&d).await? == (2, 2))
+    })
     .await?;
     let refilled = d.owner.workspaces("owner:prebuilds").await?.workspaces;
     assert!(refilled.iter().all(|w| w.id != ws.id));

@@ -1,6 +1,6 @@
 //! Listing workspaces with Coder's search language (`owner:me name:dev template:docker
-//! status:running deleted:true`, a bare word searching names), counted and paged in SQL so
-//! counts and pages only ever include what the subject may see.
+//! status:running deleted:true has_external_agent:true`, a bare word searching names),
+//! counted and paged in SQL so counts and pages only ever include what the subject may see.
 
 use codersdk::workspaces::WorkspaceStatus;
 use uuid::Uuid;
@@ -37,6 +37,18 @@ pub async fn parse_workspace_query(
                 query.status = v.to_string();
             }
             Some(("deleted", v)) => query.deleted = v == "true",
+            // Coder's server reads `has_external_agent`; its CLI has sent `has-external-agent`.
+            Some(("has_external_agent" | "has-external-agent", v)) => {
+                query.has_external_agent = Some(match v {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(bad(format!(
+                            "has_external_agent must be true or false, not {v:?}"
+                        )));
+                    }
+                })
+            }
             Some((key, _)) => return Err(bad(format!("unknown filter {key:?}"))),
             None => query.name = term.to_string(),
         }

@@ -126,6 +126,7 @@ use crate::http::{
         crate::secrets::routes::update,
         crate::secrets::routes::remove,
         crate::devcontainers::containers,
+        crate::devcontainers::recreate_devcontainer,
         crate::external_agents::credentials,
         crate::external_agents::init_script,
     ),

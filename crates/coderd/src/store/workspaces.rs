@@ -115,6 +115,9 @@ pub struct WorkspaceQuery {
     pub template: String,
     pub status: String,
     pub deleted: bool,
+    /// Whether the latest build has an external agent (Coder's `has_external_agent`); while
+    /// that build has not succeeded, whether its template version declares one.
+    pub has_external_agent: Option<bool>,
     pub limit: i64,
     pub offset: i64,
 }
@@ -267,8 +270,14 @@ impl Store {
                          AND ($6::uuid IS NULL OR w.owner_id = $6)
                          AND ($7 = '%%' OR w.name ILIKE $7)
                          AND ($8 = '' OR lower(t.name) = lower($8))
+                         AND ($9::boolean IS NULL OR (
+                              SELECT COALESCE(b.has_external_agent, v.has_external_agent)
+                              FROM workspace_builds b
+                              JOIN template_versions v ON v.id = b.template_version_id
+                              WHERE b.workspace_id = w.id
+                              ORDER BY b.build_number DESC LIMIT 1) = $9)
                        ORDER BY lower(u.username), lower(w.name)
-                       LIMIT $9 OFFSET $10"#,
+                       LIMIT $10 OFFSET $11"#,
                     q.deleted,
                     filter.all,
                     &filter.orgs,
@@ -277,6 +286,7 @@ impl Store {
                     q.owner,
                     pattern,
                     q.template,
+                    q.has_external_agent,
                     q.limit,
                     q.offset
                 )
@@ -291,7 +301,13 @@ impl Store {
                               OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
                          AND ($6::uuid IS NULL OR w.owner_id = $6)
                          AND ($7 = '%%' OR w.name ILIKE $7)
-                         AND ($8 = '' OR lower(t.name) = lower($8))"#,
+                         AND ($8 = '' OR lower(t.name) = lower($8))
+                         AND ($9::boolean IS NULL OR (
+                              SELECT COALESCE(b.has_external_agent, v.has_external_agent)
+                              FROM workspace_builds b
+                              JOIN template_versions v ON v.id = b.template_version_id
+                              WHERE b.workspace_id = w.id
+                              ORDER BY b.build_number DESC LIMIT 1) = $9)"#,
                     q.deleted,
                     filter.all,
                     &filter.orgs,
@@ -299,7 +315,8 @@ impl Store {
                     &filter.owner_orgs,
                     q.owner,
                     pattern,
-                    q.template
+                    q.template,
+                    q.has_external_agent
                 )
                 .fetch_one(&self.pool)
                 .await?;
@@ -311,8 +328,10 @@ impl Store {
                    JOIN users u ON u.id = w.owner_id
                    JOIN templates t ON t.id = w.template_id
                    JOIN LATERAL (
-                       SELECT b.transition, j.started_at, j.completed_at, j.canceled_at, j.error
+                       SELECT b.transition, j.started_at, j.completed_at, j.canceled_at, j.error,
+                              b.has_external_agent, v.has_external_agent AS version_has_external_agent
                        FROM workspace_builds b JOIN provisioner_jobs j ON j.id = b.job_id
+                       JOIN template_versions v ON v.id = b.template_version_id
                        WHERE b.workspace_id = w.id ORDER BY b.build_number DESC LIMIT 1
                    ) lb ON true
                    WHERE w.deleted = $1
@@ -321,6 +340,8 @@ impl Store {
                      AND ($6::uuid IS NULL OR w.owner_id = $6)
                      AND ($7 = '%%' OR w.name ILIKE $7)
                      AND ($8 = '' OR lower(t.name) = lower($8))
+                     AND ($12::boolean IS NULL
+                          OR COALESCE(lb.has_external_agent, lb.version_has_external_agent) = $12)
                      AND (CASE
                             WHEN lb.completed_at IS NOT NULL AND lb.error IS NOT NULL THEN 'failed'
                             WHEN lb.completed_at IS NOT NULL AND lb.canceled_at IS NOT NULL THEN 'canceled'
@@ -342,7 +363,8 @@ impl Store {
                 q.template,
                 q.status,
                 q.limit,
-                q.offset
+                q.offset,
+                q.has_external_agent
             )
             .fetch_all(&self.pool)
             .await?;

@@ -1,7 +1,8 @@
 //! External agents: the credentials of an agent of a `coder_external_agent` build are handed
 //! to whoever may connect to the workspace (404 for anyone else, for workspaces without
 //! external agents and for unknown agents); the token is sealed at rest and authenticates
-//! as the agent; the command's bootstrap script is served with this deployment's URL.
+//! as the agent; the command's bootstrap script is served with this deployment's URL; the
+//! workspace search finds workspaces by whether they have external agents.
 
 use codersdk::ClientError;
 use codersdk::agentsdk::{AgentConnection, Request, Response};
@@ -85,6 +86,43 @@ async fn an_external_agents_credentials_go_to_who_may_connect() -> anyhow::Resul
         .await
         .expect_err("not an external agent");
     assert_eq!(status(&e), 404);
+
+    // Coder's search term finds workspaces by whether their agents are external; its CLI's
+    // spelling with hyphens means the same; anything but true/false is refused.
+    let names = |q: &'static str| {
+        let alice = alice.clone();
+        async move {
+            let mut found: Vec<String> = alice
+                .workspaces(q)
+                .await?
+                .workspaces
+                .into_iter()
+                .map(|w| w.name)
+                .collect();
+            found.sort();
+            anyhow::Ok(found)
+        }
+    };
+    assert_eq!(names("has_external_agent:true").await?, ["outside"]);
+    assert_eq!(names("has-external-agent:true").await?, ["outside"]);
+    assert_eq!(names("has_external_agent:false").await?, ["inside"]);
+    assert_eq!(names("").await?, ["inside", "outside"]);
+    assert_eq!(
+        names("owner:me has_external_agent:true status:running").await?,
+        ["outside"]
+    );
+    // Bob sees neither: the filter narrows what the caller may see, never widens it.
+    assert!(
+        bob.workspaces("has_external_agent:true")
+            .await?
+            .workspaces
+            .is_empty()
+    );
+    let e = alice
+        .workspaces("has_external_agent:maybe")
+        .await
+        .expect_err("not a boolean");
+    assert_eq!(status(&e), 400);
 
     // The bootstrap script needs no session, and fetches this deployment's binary.
     let script = reqwest::get(script_url).await?;

@@ -28,6 +28,9 @@ enum Setup {
     Workspace,
     /// A file the caller uploaded: `{file}`.
     CallerFile,
+    /// A fresh running workspace of the owner whose agent `main` is external
+    /// (`coder_external_agent`): `{ws}`, `{build}`, `{agent}`.
+    ExternalWorkspace,
 }
 
 struct Row {
@@ -297,6 +300,51 @@ fn rows() -> Vec<Row> {
                 [200, 404, 200, 404, 404, 200],
             ),
         ),
+        // Recreating needs the right to connect; this agent has no dev container, so those who
+        // may are told it is not found (tests/it/devcontainers.rs: one that exists gets 501).
+        with(
+            Setup::Workspace,
+            row(
+                M::POST,
+                "/api/v2/workspaceagents/{agent}/containers/devcontainers/00000000-0000-4000-8000-000000000000/recreate",
+                None,
+                [404, 404, 403, 404, 404, 404],
+            ),
+        ),
+        // An external agent's token is its identity: only who may connect to the workspace
+        // gets it (the owner; an org admin, as for SSH). Coder hands it to whoever may read
+        // the workspace; here a template admin, who may read but not connect, gets 403.
+        with(
+            Setup::ExternalWorkspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/external-agent/main/credentials",
+                None,
+                [200, 404, 403, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::ExternalWorkspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/external-agent/nope/credentials",
+                None,
+                [404, 404, 403, 404, 404, 404],
+            ),
+        ),
+        // A workspace without external agents has no credentials to hand out, to anyone.
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/external-agent/main/credentials",
+                None,
+                [404, 404, 403, 404, 404, 404],
+            ),
+        ),
+        // The bootstrap script holds no secret: anyone signed in (or not) may fetch it.
+        row(M::GET, "/api/v2/init-script/linux/amd64", None, [200; 6]),
+        row(M::GET, "/api/v2/init-script/plan9/amd64", None, [400; 6]),
         // A user's secrets are theirs alone, for every role.
         row(M::GET, "/api/v2/users/me/secrets", None, [200; 6]),
         row(M::GET, "/api/v2/users/{victim}/secrets", None, [404; 6]),
@@ -451,6 +499,19 @@ fn agent_template() -> provisionerd::engines::echo::EchoTemplate {
     }
 }
 
+/// `agent_template` with its agent outside (`coder_external_agent`).
+fn external_template() -> provisionerd::engines::echo::EchoTemplate {
+    let mut template = agent_template();
+    if let Some(start) = template.start.as_mut() {
+        start.resources[0].kind = "coder_external_agent".into();
+        start.features = Some(codersdk::proto::TemplateFeatures {
+            has_external_agents: true,
+            ..Default::default()
+        });
+    }
+    template
+}
+
 /// Placeholder values for one request.
 type Vars = Vec<(&'static str, String)>;
 
@@ -477,6 +538,9 @@ async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
     let (owner, _) = app.owner().await?;
     let template = app
         .echo_template(&owner, "shared", &agent_template(), &[])
+        .await?;
+    let external = app
+        .echo_template(&owner, "external", &external_template(), &[])
         .await?;
     owner
         .create_organization(&CreateOrganizationRequest {
@@ -517,12 +581,17 @@ async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
             ];
             match row.setup {
                 Setup::Victim => {}
-                Setup::Workspace => {
+                Setup::Workspace | Setup::ExternalWorkspace => {
+                    let from = if row.setup == Setup::Workspace {
+                        &template
+                    } else {
+                        &external
+                    };
                     let ws = owner
                         .create_workspace(
                             "me",
                             &codersdk::workspaces::CreateWorkspaceRequest {
-                                template_id: Some(template.id),
+                                template_id: Some(from.id),
                                 name: victim.clone(),
                                 ..Default::default()
                             },
