@@ -136,6 +136,20 @@ pub async fn list(state: &AppState, subject: &Subject, q: &str) -> Result<Vec<Ta
         .collect())
 }
 
+/// The id of the user a path or search names (`me`, an id or a username), without deciding
+/// whether the subject may see them: what is shown of them is their tasks, which the
+/// workspaces' rules guard (an organization admin sees its members' tasks without reading the
+/// users), and an unknown user is as absent as an invisible task.
+pub(crate) async fn user_id(state: &AppState, subject: &Subject, param: &str) -> Result<Uuid> {
+    if param == "me" {
+        return Ok(subject.user_id);
+    }
+    if let Ok(id) = param.parse::<Uuid>() {
+        return Ok(id);
+    }
+    Ok(state.store.user_by_username(param).await?.id)
+}
+
 /// A task of `user` by id or name, with its workspace, when the subject may see the workspace.
 async fn find(
     state: &AppState,
@@ -143,12 +157,12 @@ async fn find(
     user: &str,
     task: &str,
 ) -> Result<(TaskRow, WorkspaceRow)> {
-    let owner = resolve::user(state, subject, user).await?;
+    let owner = user_id(state, subject, user).await?;
     let row = match task.parse::<Uuid>() {
         Ok(id) => state.store.task_by_id(id).await?,
-        Err(_) => state.store.task_by_owner_and_name(owner.id, task).await?,
+        Err(_) => state.store.task_by_owner_and_name(owner, task).await?,
     };
-    if row.owner_id != owner.id {
+    if row.owner_id != owner {
         return Err(Error::NotFound);
     }
     let workspace =

@@ -54,14 +54,11 @@ pub async fn parse(state: &AppState, subject: &Subject, q: &str) -> Result<Searc
         let (key, value) = term.split_once(':').unwrap_or(("owner", term.as_str()));
         match key {
             "owner" => {
-                search.store.owner = Some(match value {
-                    "me" => subject.user_id,
-                    other => match resolve::user(state, subject, other).await {
-                        Ok(user) => user.id,
-                        // An owner the caller cannot see matches nothing rather than all.
-                        Err(Error::NotFound) => Uuid::nil(),
-                        Err(e) => return Err(e),
-                    },
+                search.store.owner = Some(match super::user_id(state, subject, value).await {
+                    Ok(id) => id,
+                    // An unknown owner matches nothing rather than everything.
+                    Err(Error::NotFound) => Uuid::nil(),
+                    Err(e) => return Err(e),
                 })
             }
             "organization" => {

@@ -27,4 +27,5 @@ mod robustness;
 mod same_origin;
 mod schedules;
 mod secrets;
+mod tasks;
 mod users;
