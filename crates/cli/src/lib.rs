@@ -137,6 +137,9 @@ pub enum Command {
     /// Manage your user secrets.
     #[command(subcommand)]
     Secrets(commands::secrets::SecretsCommand),
+    /// Run AI agents on prompts in workspaces: Coder's Tasks.
+    #[command(subcommand, alias = "tasks")]
+    Task(commands::task::TaskCommand),
     /// Create or manage external workspaces.
     #[command(subcommand)]
     ExternalWorkspaces(commands::external_workspaces::ExternalWorkspacesCommand),
@@ -202,6 +205,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
         Command::Groups(cmd) => commands::groups::run(&cli.global, cmd).await,
         Command::Secrets(cmd) => commands::secrets::run(&cli.global, cmd).await,
+        Command::Task(cmd) => commands::task::run(&cli.global, cmd).await,
         Command::ExternalWorkspaces(cmd) => {
             commands::external_workspaces::run(&cli.global, cmd).await
         }

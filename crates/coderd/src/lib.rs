@@ -31,6 +31,7 @@ pub mod server;
 pub mod sso;
 pub mod state;
 pub mod store;
+pub mod tasks;
 pub mod usage;
 pub mod validate;
 

@@ -17,6 +17,7 @@ pub mod proto;
 pub mod provisionerd;
 pub mod provisioners;
 pub mod relay;
+pub mod tasks;
 pub mod templates;
 pub mod users;
 pub mod usersecrets;

@@ -202,6 +202,13 @@ pub struct Metadata {
     /// Whether the build makes a prebuilt workspace or claims one. Absent from the messages of
     /// daemons and coderds that predate it, hence the default.
     pub prebuilt_workspace_build_stage: PrebuiltWorkspaceBuildStage,
+    /// The Coder Task the workspace runs (`CODER_TASK_ID`), empty for other workspaces.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    /// The task's prompt (`CODER_TASK_PROMPT`), which the `coder_task` data source and the
+    /// `coder_ai_task` resource expose to the template.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task_prompt: String,
 }
 
 /// Coder's `PrebuiltWorkspaceBuildStage`: what a build means for prebuilt workspaces.

@@ -128,6 +128,10 @@ impl JobEnv<'_> {
             ("CODER_WORKSPACE_TEMPLATE_ID", &m.template_id),
             ("CODER_WORKSPACE_TEMPLATE_NAME", &m.template_name),
             ("CODER_WORKSPACE_TEMPLATE_VERSION", &m.template_version),
+            // Always set, empty outside tasks, so a daemon's own environment cannot make a
+            // workspace look like a task.
+            ("CODER_TASK_ID", &m.task_id),
+            ("CODER_TASK_PROMPT", &m.task_prompt),
         ]
         .into_iter()
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
@@ -308,6 +312,37 @@ mod tests {
         assert!(lookup(&env, "CODER_AGENT_SCRIPT_windows_amd64").is_some());
         assert_eq!(lookup(&env, "CODER_WORKSPACE_IS_PREBUILD"), None);
         assert_eq!(lookup(&env, "CODER_WORKSPACE_IS_PREBUILD_CLAIM"), None);
+        assert_eq!(lookup(&env, "CODER_TASK_ID"), Some(""));
+        assert_eq!(lookup(&env, "CODER_TASK_PROMPT"), Some(""));
+    }
+
+    #[test]
+    fn a_task_build_tells_the_provider_its_task_and_prompt() {
+        let daemon = DaemonEnv::new(
+            &[("CODER_TASK_ID".into(), "inherited".into())],
+            Path::new("/c"),
+            Path::new("/p"),
+        );
+        let metadata = Metadata {
+            task_id: "0d2a4b8e-2f0e-4c1a-9b53-6d4a1c2e9f10".into(),
+            task_prompt: "fix the flaky test".into(),
+            ..Metadata::default()
+        };
+        let env = daemon.for_job(&JobEnv {
+            metadata: &metadata,
+            transition: Transition::Start,
+            parameters: &[],
+            secrets: &[],
+            running_agents: &RunningAgentTokens::default(),
+        });
+        assert_eq!(
+            lookup(&env, "CODER_TASK_ID"),
+            Some("0d2a4b8e-2f0e-4c1a-9b53-6d4a1c2e9f10")
+        );
+        assert_eq!(
+            lookup(&env, "CODER_TASK_PROMPT"),
+            Some("fix the flaky test")
+        );
     }
 
     fn prebuild_env(

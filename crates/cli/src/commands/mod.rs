@@ -13,6 +13,7 @@ pub mod schedule;
 pub mod secrets;
 pub mod server;
 pub mod ssh;
+pub mod task;
 pub mod templates;
 pub mod tokens;
 pub mod users;

@@ -17,5 +17,6 @@ mod script_order;
 mod secrets;
 mod server;
 mod ssh;
+mod tasks;
 mod terraform;
 mod timings;

@@ -429,6 +429,29 @@ pub async fn create_workspace(
     organization: Option<Uuid>,
     req: &CreateWorkspaceRequest,
 ) -> Result<WorkspaceRow> {
+    create_workspace_for(state, subject, owner, organization, req, None).await
+}
+
+/// [`create_workspace`] for a Coder Task: the task is written in the workspace's transaction.
+/// A task never takes a prebuilt workspace: its first build must run with the task's prompt.
+pub async fn create_task_workspace(
+    state: &AppState,
+    subject: &Subject,
+    owner: Uuid,
+    req: &CreateWorkspaceRequest,
+    task: &store::NewTask,
+) -> Result<WorkspaceRow> {
+    create_workspace_for(state, subject, owner, None, req, Some(task)).await
+}
+
+async fn create_workspace_for(
+    state: &AppState,
+    subject: &Subject,
+    owner: Uuid,
+    organization: Option<Uuid>,
+    req: &CreateWorkspaceRequest,
+    task: Option<&store::NewTask>,
+) -> Result<WorkspaceRow> {
     let mut invalids = Vec::new();
     if let Err(detail) = validate::name(&req.name) {
         invalids.push(invalid("name", detail));
@@ -519,7 +542,7 @@ pub async fn create_workspace(
     };
     let values = parameters::resolve(&declared, &[], &requested).map_err(Error::Validation)?;
     // Everything a build would refuse has been checked: a ready prebuild may be taken instead.
-    if let Some(preset) = &preset {
+    if let Some(preset) = preset.as_ref().filter(|_| task.is_none()) {
         let claim = crate::prebuilds::ClaimRequest {
             owner,
             name: &req.name,
@@ -602,7 +625,7 @@ pub async fn create_workspace(
     ];
     let (row, _, job) = state
         .store
-        .create_workspace(&workspace, &build, &logs)
+        .create_workspace(&workspace, &build, task, &logs)
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => Error::conflict(format!(

@@ -71,6 +71,7 @@ pub fn router(
         .merge(crate::groups::routes())
         .merge(crate::audit::routes())
         .merge(crate::secrets::routes::routes())
+        .merge(crate::tasks::routes::routes())
         .merge(crate::devcontainers::routes())
         .merge(crate::external_agents::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)

@@ -1,8 +1,8 @@
 //! Turning an acquired job row into everything the daemon needs to run it, so the daemon never
 //! has to ask coderd (or a database) for anything else. This runs between acquisition and the
 //! daemon receiving its job, so it is kept to a few queries: the job's context, the template
-//! archive (from [`super::file_cache`]), and for builds the owner's token and the secrets the
-//! version declares (one query when it declares none).
+//! archive (from [`super::file_cache`]), and for builds the owner's token, the secrets the
+//! version declares (one query when it declares none) and the workspace's task, if any.
 
 use codersdk::provisionerd::{
     AcquiredJob, JobKind, Metadata, PrebuiltWorkspaceBuildStage, RichParameterValue, Transition,
@@ -106,6 +106,13 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
             };
             let secrets = crate::secrets::for_build(state, build.build_id, build.owner_id).await?;
             let prebuilt_workspace_build_stage = prebuild_stage(job, build.owner_id);
+            // Every build of a task's workspace tells the provider its task and prompt.
+            let (task_id, task_prompt) = state
+                .store
+                .task_of_workspace(build.workspace_id)
+                .await?
+                .map(|(id, prompt)| (id.to_string(), prompt))
+                .unwrap_or_default();
             JobKind::WorkspaceBuild {
                 secrets,
                 workspace_build_id: build.build_id,
@@ -135,6 +142,8 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
                     template_version: build.version_name,
                     workspace_owner_groups: Vec::new(),
                     prebuilt_workspace_build_stage,
+                    task_id,
+                    task_prompt,
                 },
             }
         }

@@ -17,6 +17,7 @@ mod presets;
 mod resource_trees;
 mod resources;
 mod site;
+mod tasks;
 mod templates;
 mod timings;
 mod user_links;
@@ -49,6 +50,7 @@ pub use port_shares::PortShareRow;
 pub use prebuilds::{PREBUILDS_USER_ID, PrebuildRow, PresetFailures, ReconcileLock, WantedPreset};
 pub use presets::PresetRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
+pub use tasks::{NewTask, TaskQuery, TaskRow};
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateScheduleRow, TemplateVersionRow,

@@ -124,10 +124,13 @@ pub struct WorkspaceQuery {
 
 impl Store {
     /// Creates a workspace and its first build (and the build's job) in one transaction.
+    /// Creates a workspace, its first build and, for a Coder Task, the task: in one
+    /// transaction, so the build's job never runs without its task's prompt.
     pub async fn create_workspace(
         &self,
         w: &NewWorkspace,
         build: &NewBuild,
+        task: Option<&super::NewTask>,
         log: &[NewAuditLog],
     ) -> Result<(WorkspaceRow, BuildRow, JobRow)> {
         timed("create_workspace", async {
@@ -160,6 +163,10 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
+            if let Some(task) = task {
+                super::tasks::insert_task(&mut tx, task, w, build.template_version_id, now)
+                    .await?;
+            }
             let job = insert_build(&mut tx, build, 1, None, now).await?;
             let workspace = workspace_by(&mut tx, w.id, true).await?;
             let build = build_by(&mut tx, build.id).await?;

@@ -28,4 +28,5 @@ mod robustness;
 mod same_origin;
 mod schedules;
 mod secrets;
+mod tasks;
 mod users;

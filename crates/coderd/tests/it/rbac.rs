@@ -31,6 +31,8 @@ enum Setup {
     /// A fresh running workspace of the owner whose agent `main` is external
     /// (`coder_external_agent`): `{ws}`, `{build}`, `{agent}`.
     ExternalWorkspace,
+    /// A fresh task of the owner, its first build done: `{task}`.
+    Task,
 }
 
 struct Row {
@@ -435,6 +437,52 @@ fn rows() -> Vec<Row> {
                 [200, 404, 200, 404, 404, 200],
             ),
         ),
+        // Tasks are workspaces: seen, deleted and reached by whoever may do so to the workspace.
+        row(M::GET, "/api/v2/tasks", None, [200; 6]),
+        row(
+            M::POST,
+            "/api/v2/tasks/me",
+            Some(
+                json!({"template_version_id": "{version}", "input": "fix it", "name": "{victim}"}),
+            ),
+            [201; 6],
+        ),
+        with(
+            Setup::Task,
+            row(
+                M::GET,
+                "/api/v2/tasks/owner/{task}",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Task,
+            row(
+                M::POST,
+                "/api/v2/tasks/owner/{task}/send",
+                Some(json!({"input": "and more"})),
+                [501, 404, 403, 404, 404, 501],
+            ),
+        ),
+        with(
+            Setup::Task,
+            row(
+                M::GET,
+                "/api/v2/tasks/owner/{task}/logs",
+                None,
+                [501, 404, 403, 404, 404, 501],
+            ),
+        ),
+        with(
+            Setup::Task,
+            row(
+                M::DELETE,
+                "/api/v2/tasks/owner/{task}",
+                None,
+                [202, 404, 403, 404, 404, 202],
+            ),
+        ),
         // Provisioners.
         row(
             M::GET,
@@ -476,11 +524,16 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-/// A template whose workspaces have one agent, imported by the built-in daemon.
+/// A template whose workspaces have one agent, imported by the built-in daemon; it declares an
+/// AI task, so tasks can be made of it too.
 fn agent_template() -> provisionerd::engines::echo::EchoTemplate {
-    use codersdk::proto::{Agent, AgentAuth, Resource};
+    use codersdk::proto::{Agent, AgentAuth, Resource, TemplateFeatures};
     provisionerd::engines::echo::EchoTemplate {
         start: Some(provisionerd::engines::echo::BuildStage {
+            features: Some(TemplateFeatures {
+                has_ai_tasks: true,
+                ..Default::default()
+            }),
             resources: vec![Resource {
                 name: "dev".into(),
                 kind: "null_resource".into(),
@@ -602,6 +655,24 @@ async fn every_role_against_every_endpoint() -> anyhow::Result<()> {
                     vars.push(("{build}", build.id.to_string()));
                     vars.push(("{agent}", build.resources[0].agents[0].id.to_string()));
                 }
+                Setup::Task => {
+                    let task = owner
+                        .create_task(
+                            "me",
+                            &codersdk::tasks::CreateTaskRequest {
+                                template_version_id: template.active_version_id,
+                                input: "fix it".into(),
+                                name: victim.clone(),
+                                ..Default::default()
+                            },
+                        )
+                        .await?;
+                    let ws = owner
+                        .workspace(task.workspace_id.unwrap_or_default())
+                        .await?;
+                    testutil::wait_build(&owner, ws.latest_build.id).await?;
+                    vars.push(("{task}", task.id.to_string()));
+                }
                 Setup::CallerFile => {
                     let tar = provisionerd::engines::echo::archive_with_files(
                         &Default::default(),
@@ -646,6 +717,7 @@ async fn endpoints_need_a_session_except_the_public_ones() -> anyhow::Result<()>
         "/api/v2/users/me",
         "/api/v2/organizations",
         "/api/v2/users/roles",
+        "/api/v2/tasks",
     ] {
         let status = anonymous.request(Method::GET, path)?.send().await?.status();
         assert_eq!(status, 401, "{path}");

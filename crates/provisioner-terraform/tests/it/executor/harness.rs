@@ -241,6 +241,7 @@ pub fn build_job(spec: BuildSpec) -> AcquiredJob {
                 template_version: "v1".into(),
                 workspace_owner_groups: vec!["devs".into()],
                 prebuilt_workspace_build_stage: spec.stage,
+                ..Metadata::default()
             },
             secrets: spec.secrets,
         },

@@ -58,6 +58,8 @@ async fn run(ctx: JobContext<'_>) -> Result<JobResult, JobFailure> {
             let transition = metadata.workspace_transition;
             let received = Received {
                 workspace_name,
+                task: (!metadata.task_id.is_empty())
+                    .then_some((metadata.task_id.as_str(), metadata.task_prompt.as_str())),
                 previous_state: state,
                 parameters: rich_parameter_values,
                 variables: variable_values,
@@ -217,6 +219,12 @@ async fn import(
         timings: vec![timing(NAME, started)],
         features: TemplateFeatures {
             presets: stage.presets,
+            // As terraform's import does: the template declares a `coder_ai_task` when a build
+            // of it would report one.
+            has_ai_tasks: template
+                .build_stage(Transition::Start)
+                .and_then(|s| s.features.as_ref())
+                .is_some_and(|f| f.has_ai_tasks || !f.ai_tasks.is_empty()),
             ..TemplateFeatures::default()
         },
     })
@@ -225,6 +233,8 @@ async fn import(
 /// What a build received from coderd, echoed into its logs.
 struct Received<'a> {
     workspace_name: &'a str,
+    /// The Coder Task the workspace runs: its id and prompt.
+    task: Option<(&'a str, &'a str)>,
     previous_state: &'a [u8],
     parameters: &'a [RichParameterValue],
     variables: &'a [VariableValue],
@@ -273,6 +283,9 @@ async fn build(
         );
     }
     log_variables(sink, name, received.variables);
+    if let Some((id, prompt)) = received.task {
+        sink.log(LogLevel::Info, name, format!("task {id} prompt {prompt:?}"));
+    }
 
     let script = Script {
         name,
