@@ -170,11 +170,18 @@ async fn an_import_reports_variables_parameters_and_start_and_stop_resources() -
             "init/version",
             "init/init",
             "plan/plan",
-            "plan/show",
             "graph/graph",
+            "plan/show",
             "plan/plan",
             "plan/show"
         ]
+    );
+    // The graph is read while the start plan runs (it does not wait for it).
+    assert!(
+        timings[3].started_at < timings[2].ended_at,
+        "graph {:?} runs alongside plan {:?}",
+        timings[3],
+        timings[2]
     );
     assert!(
         timings
