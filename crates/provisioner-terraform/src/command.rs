@@ -173,7 +173,26 @@ impl Collected {
     }
 }
 
-impl Runner<'_> {
+impl<'a> Runner<'a> {
+    /// A runner for a command that runs alongside this runner's: the same binary, directory,
+    /// logs and cancellation, its own timings (for [`Self::absorb`]).
+    pub(crate) fn sibling(&self) -> Runner<'a> {
+        Runner {
+            binary: self.binary.clone(),
+            workdir: self.workdir,
+            logs: self.logs,
+            cancel: self.cancel,
+            grace: self.grace,
+            timings: Vec::new(),
+        }
+    }
+
+    /// Takes over the timings of a [`Self::sibling`], in the order the commands started.
+    pub(crate) fn absorb(&mut self, sibling: Runner<'_>) {
+        self.timings.extend(sibling.timings);
+        self.timings.sort_by_key(|t| t.started_at);
+    }
+
     /// Runs `command` with exactly `env`; returns its captured output.
     pub(crate) async fn run(
         &mut self,

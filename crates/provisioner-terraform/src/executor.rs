@@ -4,7 +4,8 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use codersdk::provisionerd::{AcquiredJob, JobFailure, JobResult, LogLevel};
 use tokio_util::sync::CancellationToken;
@@ -82,6 +83,39 @@ pub struct Terraform {
     root: PathBuf,
     env: DaemonEnv,
     interrupt_grace: Duration,
+    /// The last binary `terraform version` accepted, so later jobs need not ask again.
+    checked: Mutex<Option<Checked>>,
+}
+
+/// A terraform binary found recent enough, and how its file looked then: a binary replaced
+/// in place (an upgrade) has another size, modification time or inode, and is asked again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Checked {
+    binary: PathBuf,
+    stamp: FileStamp,
+    version: Version,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(Self {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        })
+    }
 }
 
 impl Terraform {
@@ -108,6 +142,7 @@ impl Terraform {
             root,
             env: DaemonEnv::new(&settings.base_env, &cli_config, &plugins),
             interrupt_grace: settings.interrupt_grace,
+            checked: Mutex::new(None),
         })
     }
 
@@ -176,7 +211,8 @@ impl Terraform {
         })
     }
 
-    /// `terraform version -json`, refusing versions older than [`MINIMUM_VERSION`].
+    /// `terraform version -json`, refusing versions older than [`MINIMUM_VERSION`]; asked
+    /// once per binary (a terraform process costs 50–100 ms of every job otherwise).
     pub(crate) async fn checked_version(
         &self,
         runner: &mut Runner<'_>,
@@ -184,6 +220,20 @@ impl Terraform {
     ) -> Result<(PathBuf, Version), Error> {
         let binary = self.resolve()?;
         runner.binary = binary.clone();
+        let stamp = FileStamp::of(&binary);
+        if let Some(stamp) = &stamp {
+            let cached = self
+                .checked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(checked) = cached
+                && checked.binary == binary
+                && checked.stamp == *stamp
+            {
+                return Ok((binary, checked.version));
+            }
+        }
         let command = Command {
             args: vec!["version".into(), "-json".into()],
             shown: "terraform version -json".into(),
@@ -201,6 +251,13 @@ impl Terraform {
         )?;
         if found < MINIMUM_VERSION {
             return Err(Error::TooOld { binary, found });
+        }
+        if let Some(stamp) = stamp {
+            *self.checked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Checked {
+                binary: binary.clone(),
+                stamp,
+                version: found,
+            });
         }
         Ok((binary, found))
     }

@@ -1,11 +1,12 @@
 //! One job, as a sequence of terraform commands in its work directory:
 //!
 //! - **import**: read the variables and the readme, `init`, then for `start` and for `stop`:
-//!   `plan`, `show -json` of the plan (and once, `graph`), converted into the resources the
-//!   template would create, its parameters and external auth providers;
+//!   `plan` (the first with `graph` alongside), `show -json` of the plan, converted into the
+//!   resources the template would create, its parameters and external auth providers;
 //! - **build**: write the previous state, `init`, `plan` (`-destroy` to delete), `show -json` of
-//!   the plan (converted, so a template mistake stops the build before anything changes),
-//!   `graph`, `apply`, `show -json` of the state, converted into the workspace's resources.
+//!   the plan (converted, so a template mistake stops the build before anything changes;
+//!   `graph` runs alongside `plan`), `apply`, `show -json` of the state, converted into the
+//!   workspace's resources.
 //!
 //! Every job first drops `coder/coder` from the template's lock file and checks terraform's
 //! version. A build's state is returned when it succeeds and also when it fails or is cancelled
@@ -194,8 +195,9 @@ impl Session<'_> {
 
         let none = RunningAgentTokens::default();
         let start_env = self.env(metadata, Transition::Start, &[], &[], &none);
-        let start_plan = self.plan(&start_env, &vars, false, DETECT_START).await?;
-        let graph = at(DETECT_START, self.graph(&start_env, DETECT_START).await)?;
+        let (start_plan, graph) = self
+            .plan_and_graph(&start_env, &vars, false, DETECT_START)
+            .await?;
         let start = at(
             DETECT_START,
             converted("converting the start plan", &start_plan, &graph),
@@ -262,10 +264,9 @@ impl Session<'_> {
             build.secrets,
             &running_agents,
         );
-        let plan = self
-            .plan(&env, &vars, transition == Transition::Delete, PLAN)
+        let (plan, graph) = self
+            .plan_and_graph(&env, &vars, transition == Transition::Delete, PLAN)
             .await?;
-        let graph = at(PLAN, self.graph(&env, PLAN).await)?;
         // Template mistakes (agent names, app slugs, ...) stop the build before anything changes.
         let planned = at(PLAN, converted("converting the plan", &plan, &graph))?;
         self.warn(PLAN, &planned.warnings);
@@ -424,36 +425,30 @@ impl Session<'_> {
         destroy: bool,
         stage: &'static str,
     ) -> StageResult<String> {
-        let mut args: Vec<String> = [
-            "plan",
-            "-no-color",
-            "-input=false",
-            "-json",
-            "-refresh=true",
-        ]
-        .map(String::from)
-        .into();
-        args.push(format!("-out={PLAN_FILE}"));
-        let mut shown =
-            format!("terraform plan -no-color -input=false -json -refresh=true -out={PLAN_FILE}");
-        if destroy {
-            args.push("-destroy".into());
-            shown.push_str(" -destroy");
-        }
-        args.extend(vars.args.iter().cloned());
-        for var in &vars.shown {
-            shown.push(' ');
-            shown.push_str(var);
-        }
-        let plan = Command {
-            args,
-            shown,
-            log_stage: stage,
-            timing_stage: "plan",
-            output: Output::Json,
-        };
+        let plan = plan_command(vars, destroy, stage);
         at(stage, self.runner.run(&plan, env).await)?;
         at(stage, self.show(env, &[PLAN_FILE], stage, "plan").await)
+    }
+
+    /// [`Self::plan`], with `graph` running alongside `plan`: the graph is read from the
+    /// configuration and the state, and a plan writes neither (`graph` takes no state lock), so
+    /// both see what they would one after the other, and the graph costs no time of its own.
+    async fn plan_and_graph(
+        &mut self,
+        env: &[(OsString, OsString)],
+        vars: &VarArgs,
+        destroy: bool,
+        stage: &'static str,
+    ) -> StageResult<(String, String)> {
+        let plan = plan_command(vars, destroy, stage);
+        let mut sibling = self.runner.sibling();
+        let (planned, graphed) =
+            tokio::join!(self.runner.run(&plan, env), graph(&mut sibling, env, stage));
+        self.runner.absorb(sibling);
+        at(stage, planned)?;
+        let graph = at(stage, graphed)?;
+        let shown = at(stage, self.show(env, &[PLAN_FILE], stage, "plan").await)?;
+        Ok((shown, graph))
     }
 
     /// `show -json [file]`.
@@ -477,18 +472,6 @@ impl Session<'_> {
         Ok(String::from_utf8_lossy(&stdout).into_owned())
     }
 
-    async fn graph(&mut self, env: &[(OsString, OsString)], stage: &str) -> Result<String, Error> {
-        let graph = Command {
-            args: vec!["graph".into(), "-type=plan".into()],
-            shown: "terraform graph -type=plan".into(),
-            log_stage: stage,
-            timing_stage: "graph",
-            output: Output::Capture,
-        };
-        let stdout = self.runner.run(&graph, env).await?;
-        Ok(String::from_utf8_lossy(&stdout).into_owned())
-    }
-
     /// The state file as terraform left it (empty if it wrote none), secrets blanked.
     async fn read_state(&self) -> Result<Vec<u8>, Error> {
         match tokio::fs::read(self.workdir.join(STATE_FILE)).await {
@@ -497,6 +480,55 @@ impl Session<'_> {
             Err(e) => Err(Error::io("reading the state")(e)),
         }
     }
+}
+
+/// `plan` into the plan file.
+fn plan_command<'s>(vars: &VarArgs, destroy: bool, stage: &'s str) -> Command<'s> {
+    let mut args: Vec<String> = [
+        "plan",
+        "-no-color",
+        "-input=false",
+        "-json",
+        "-refresh=true",
+    ]
+    .map(String::from)
+    .into();
+    args.push(format!("-out={PLAN_FILE}"));
+    let mut shown =
+        format!("terraform plan -no-color -input=false -json -refresh=true -out={PLAN_FILE}");
+    if destroy {
+        args.push("-destroy".into());
+        shown.push_str(" -destroy");
+    }
+    args.extend(vars.args.iter().cloned());
+    for var in &vars.shown {
+        shown.push(' ');
+        shown.push_str(var);
+    }
+    Command {
+        args,
+        shown,
+        log_stage: stage,
+        timing_stage: "plan",
+        output: Output::Json,
+    }
+}
+
+/// `graph -type=plan`: which resources depend on which, for placing agents and apps.
+async fn graph(
+    runner: &mut Runner<'_>,
+    env: &[(OsString, OsString)],
+    stage: &str,
+) -> Result<String, Error> {
+    let graph = Command {
+        args: vec!["graph".into(), "-type=plan".into()],
+        shown: "terraform graph -type=plan".into(),
+        log_stage: stage,
+        timing_stage: "graph",
+        output: Output::Capture,
+    };
+    let stdout = runner.run(&graph, env).await?;
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 fn converted(what: &'static str, show_json: &str, graph_dot: &str) -> Result<Converted, Error> {

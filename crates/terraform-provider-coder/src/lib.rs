@@ -64,9 +64,11 @@ pub fn serve() -> Result<(), Error> {
 }
 
 /// Installs `executable` as this provider into a Terraform filesystem mirror rooted at
-/// `mirror_root` (a symlink at
-/// `<mirror_root>/registry.terraform.io/coder/coder/<PROVIDER_VERSION>/<os>_<arch>/terraform-provider-coder_v<PROVIDER_VERSION>`).
-/// Idempotent; replaces a link to another executable. Returns the link's path.
+/// `mirror_root`: the entry
+/// `<mirror_root>/registry.terraform.io/coder/coder/<PROVIDER_VERSION>/<os>_<arch>/terraform-provider-coder_v<PROVIDER_VERSION>`
+/// is, on Unix, a `/bin/sh` script running `executable` through a link of the same name in
+/// `<mirror_root>-executable/` (elsewhere a copy of `executable`). Idempotent; replaces an
+/// entry for another executable. Returns the entry's path.
 ///
 /// # Errors
 /// When the directories or the link cannot be created.

@@ -16,34 +16,81 @@ pub(crate) fn install(mirror_root: &Path, executable: &Path) -> io::Result<PathB
         .join(PROVIDER_VERSION)
         .join(format!("{}_{}", go_os(), go_arch()));
     std::fs::create_dir_all(&dir)?;
-    let link = dir.join(format!("terraform-provider-coder_v{PROVIDER_VERSION}"));
+    let entry = dir.join(format!("terraform-provider-coder_v{PROVIDER_VERSION}"));
     let target = std::path::absolute(executable)?;
+    install_entry(mirror_root, &entry, &target)?;
+    Ok(entry)
+}
+
+/// Where the link to the executable lives: next to the mirror, outside every package directory.
+#[cfg(unix)]
+pub(crate) fn link_path(mirror_root: &Path) -> PathBuf {
+    let name = mirror_root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "mirror".into());
+    mirror_root
+        .with_file_name(format!("{name}-executable"))
+        .join(format!("terraform-provider-coder_v{PROVIDER_VERSION}"))
+}
+
+/// On Unix the entry is a small script that runs the executable through a link named like a
+/// provider (so the `coder` binary knows to serve the plugin). Terraform hashes every file of
+/// a provider's package before each command to check it against the lock file: with the
+/// executable itself in the package that is the whole binary (160 MB in a debug build, ~0.2 s
+/// each time, twice per command); the script is a few hundred bytes.
+#[cfg(unix)]
+fn install_entry(mirror_root: &Path, entry: &Path, target: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let link = link_path(mirror_root);
+    let link_dir = link.parent().unwrap_or(mirror_root);
+    std::fs::create_dir_all(link_dir)?;
     if std::fs::read_link(&link).is_ok_and(|current| current == target) {
-        return Ok(link);
+        // Already pointing there.
+    } else {
+        replace(&link, |staging| std::os::unix::fs::symlink(target, staging))?;
     }
-    // Link under a unique name, then rename over the entry: concurrent installers (several
-    // provisioner daemons sharing a mirror) never observe a missing or half-made entry.
+    let script = entry_script(&link);
+    if std::fs::read_to_string(entry).is_ok_and(|current| current == script) {
+        return Ok(());
+    }
+    replace(entry, |staging| {
+        std::fs::write(staging, &script)?;
+        std::fs::set_permissions(staging, std::fs::Permissions::from_mode(0o755))
+    })
+}
+
+#[cfg(not(unix))]
+fn install_entry(_mirror_root: &Path, entry: &Path, target: &Path) -> io::Result<()> {
+    replace(entry, |staging| std::fs::copy(target, staging).map(drop))
+}
+
+/// Makes `path` with `make` under a unique name, then renames it over `path`: concurrent
+/// installers (several provisioner daemons sharing a mirror) never observe a missing or
+/// half-made file.
+fn replace(path: &Path, make: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let staging = dir.join(format!(
         ".terraform-provider-coder.{}.{}",
         std::process::id(),
         uuid::Uuid::new_v4()
     ));
-    link_or_copy(&target, &staging)?;
-    if let Err(err) = std::fs::rename(&staging, &link) {
+    let made = make(&staging).and_then(|()| std::fs::rename(&staging, path));
+    if made.is_err() {
         let _ = std::fs::remove_file(&staging);
-        return Err(err);
     }
-    Ok(link)
+    made
 }
 
+/// `#!/bin/sh` running `link` with the script's arguments (Terraform passes none today).
 #[cfg(unix)]
-fn link_or_copy(target: &Path, link: &Path) -> io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
-}
-
-#[cfg(not(unix))]
-fn link_or_copy(target: &Path, link: &Path) -> io::Result<()> {
-    std::fs::copy(target, link).map(drop)
+fn entry_script(link: &Path) -> String {
+    // Single-quoted for the shell: a quote ends the quoting, is escaped, and quoting resumes.
+    let quoted = link.to_string_lossy().replace('\'', r"'\''");
+    format!(
+        "#!/bin/sh\n# The coder/coder provider, served by the executable the link points at.\nexec '{quoted}' \"$@\"\n"
+    )
 }
 
 /// A Terraform CLI config (see [`crate::cli_config`]).
@@ -105,22 +152,59 @@ mod tests {
         assert!(!cli_config(Path::new("/m"), None).contains("plugin_cache_dir"));
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn the_entry_runs_the_executable_through_a_provider_named_link() -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt as _;
+
+        let root = tempfile::tempdir()?;
+        // A quote in the path must survive the script's quoting.
+        let mirror = root.path().join("it's a mirror");
+        let exe = root.path().join("coder");
+        std::fs::write(&exe, "#!/bin/sh\necho \"$0|$*\"\n")?;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755))?;
+        let entry = install(&mirror, &exe)?;
+        let expected_dir = format!("{SOURCE}/{PROVIDER_VERSION}/{}_{}", go_os(), go_arch());
+        assert!(entry.starts_with(mirror.join(expected_dir)));
+        let link = link_path(&mirror);
+        assert!(
+            !link.starts_with(&mirror),
+            "the link is outside the mirror's packages"
+        );
+        assert_eq!(std::fs::read_link(&link)?, exe);
+        assert!(
+            std::fs::metadata(&entry)?.len() < 512,
+            "the package terraform hashes stays small"
+        );
+
+        let output = std::process::Command::new(&entry)
+            .args(["a", "b c"])
+            .output()?;
+        assert!(output.status.success(), "{output:?}");
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(printed.trim_end(), format!("{}|a b c", link.display()));
+        let argv0 = link.file_name().map(|n| n.to_string_lossy().into_owned());
+        assert!(argv0.is_some_and(|n| n.starts_with("terraform-provider-coder")));
+        Ok(())
+    }
+
     #[test]
     fn install_is_idempotent_and_replaces_stale_links() -> io::Result<()> {
         let root = tempfile::tempdir()?;
+        let mirror = root.path().join("mirror");
         let exe = root.path().join("coder");
         std::fs::write(&exe, "")?;
-        let link = install(root.path(), &exe)?;
-        let expected_dir = format!("{SOURCE}/{PROVIDER_VERSION}/{}_{}", go_os(), go_arch());
-        assert!(link.starts_with(root.path().join(expected_dir)));
-        assert_eq!(std::fs::read_link(&link)?, exe);
-        assert_eq!(install(root.path(), &exe)?, link);
+        let entry = install(&mirror, &exe)?;
+        let first = std::fs::read(&entry)?;
+        assert_eq!(install(&mirror, &exe)?, entry);
+        assert_eq!(std::fs::read(&entry)?, first);
 
         let other = root.path().join("coder-new");
         std::fs::write(&other, "")?;
-        install(root.path(), &other)?;
-        assert_eq!(std::fs::read_link(&link)?, other);
-        let leftovers = std::fs::read_dir(link.parent().unwrap_or(root.path()))?.count();
+        install(&mirror, &other)?;
+        #[cfg(unix)]
+        assert_eq!(std::fs::read_link(link_path(&mirror))?, other);
+        let leftovers = std::fs::read_dir(entry.parent().unwrap_or(root.path()))?.count();
         assert_eq!(leftovers, 1);
         Ok(())
     }

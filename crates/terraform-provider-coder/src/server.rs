@@ -93,6 +93,12 @@ fn accept_tls(
                     continue;
                 }
             };
+            // Without it every response waits ~40 ms: h2 writes a response's headers, data
+            // and trailers separately, and Nagle holds the later ones back until Terraform's
+            // delayed ACK of the first arrives. Terraform makes dozens of calls per command.
+            if let Err(err) = tcp.set_nodelay(true) {
+                tracing::warn!(%err, %peer, "could not disable Nagle's algorithm");
+            }
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
                 match acceptor.accept(tcp).await {

@@ -170,11 +170,18 @@ async fn an_import_reports_variables_parameters_and_start_and_stop_resources() -
             "init/version",
             "init/init",
             "plan/plan",
-            "plan/show",
             "graph/graph",
+            "plan/show",
             "plan/plan",
             "plan/show"
         ]
+    );
+    // The graph is read while the start plan runs (it does not wait for it).
+    assert!(
+        timings[3].started_at < timings[2].ended_at,
+        "graph {:?} runs alongside plan {:?}",
+        timings[3],
+        timings[2]
     );
     assert!(
         timings
@@ -359,5 +366,70 @@ provider "registry.terraform.io/coder/coder" {
         f.logs
             .contains("Dropped coder/coder from .terraform.lock.hcl")
     );
+    Ok(())
+}
+
+/// The actions of a job's terraform commands, in order.
+fn actions(result: &Result<JobResult, codersdk::provisionerd::JobFailure>) -> Vec<String> {
+    match result {
+        Ok(
+            JobResult::TemplateImport { timings, .. } | JobResult::WorkspaceBuild { timings, .. },
+        ) => timings.iter().map(|t| t.action.clone()).collect(),
+        Err(failure) => panic!("the job failed: {}", failure.error),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn terraforms_version_is_asked_once_per_binary() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    if !terraform_on_path()? {
+        return Ok(());
+    }
+    let real = std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("terraform"))
+                .find(|p| p.is_file())
+        })
+        .ok_or_else(|| anyhow::anyhow!("terraform vanished from PATH"))?;
+    // The daemon's terraform: a script running the real one, replaced below as an upgrade
+    // would replace it (a new file renamed over the old).
+    let bin = tempfile::tempdir()?;
+    let wrapper = bin.path().join("terraform");
+    let install = |comment: &str| -> anyhow::Result<()> {
+        let staging = bin.path().join(".terraform.new");
+        std::fs::write(
+            &staging,
+            format!("#!/bin/sh\n# {comment}\nexec '{}' \"$@\"\n", real.display()),
+        )?;
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::rename(&staging, &wrapper)?;
+        Ok(())
+    };
+    install("first")?;
+    let mut f = Fixture::with_settings(&[("main.tf", "")], |s| s.terraform = wrapper.clone())?;
+
+    let first = actions(&f.run(&import_job(Vec::new())).await);
+    assert_eq!(
+        first,
+        ["version", "init", "plan", "graph", "show", "plan", "show"]
+    );
+
+    f.fresh_workdir(&[("main.tf", "")])?;
+    let second = actions(&f.run(&import_job(Vec::new())).await);
+    assert_eq!(second, ["init", "plan", "graph", "show", "plan", "show"]);
+    let using = f
+        .logs
+        .lines()
+        .into_iter()
+        .filter(|(_, _, line)| line.starts_with("Using terraform "))
+        .count();
+    assert_eq!(using, 2, "every job still says which terraform it uses");
+
+    install("upgraded")?;
+    f.fresh_workdir(&[("main.tf", "")])?;
+    let third = actions(&f.run(&import_job(Vec::new())).await);
+    assert_eq!(third.first().map(String::as_str), Some("version"));
     Ok(())
 }
