@@ -694,7 +694,7 @@ async fn control_plane(
     );
     report.rows.push(
         Row::new("P2b", "bare jobs vs the raw SQL ceiling", "jobs/s", &p2b)
-            .baseline("Store::acquire_job + complete_job", Ok(&sql))
+            .baseline("Store::complete_job_and_claim", Ok(&sql))
             .note(format!(
                 "same jobs, {} concurrent SQL workers",
                 sizes.daemons

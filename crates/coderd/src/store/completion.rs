@@ -8,7 +8,7 @@ use uuid::Uuid;
 use codersdk::provisionerd::JobLog;
 
 use super::external_agents::{SealedAgentToken, record_external_tokens};
-use super::jobs::{append_logs, notify};
+use super::jobs::{Claimant, JobRow, append_logs, claim_job, notify};
 use super::lifecycle::record_schedule;
 use super::prebuilds::carry_claimed_agents;
 use super::presets::insert_presets;
@@ -153,10 +153,28 @@ impl Store {
         timings: &[Timing],
         logs: &[JobLog],
     ) -> Result<FinishOutcome> {
+        Ok(self
+            .complete_job_and_claim(job, worker, completion, timings, logs, None)
+            .await?
+            .0)
+    }
+
+    /// [`Self::complete_job`], and when `next` is given and the result is recorded now, claims
+    /// the next job for the same daemon in the same transaction: one commit and one round trip
+    /// to the daemon for a result and the next job instead of two each.
+    pub async fn complete_job_and_claim(
+        &self,
+        job: Uuid,
+        worker: Uuid,
+        completion: &Completion,
+        timings: &[Timing],
+        logs: &[JobLog],
+        next: Option<&Claimant<'_>>,
+    ) -> Result<(FinishOutcome, Option<JobRow>)> {
         timed("complete_job", async {
             let mut tx = self.pool.begin().await?;
             if let Err(outcome) = close_job(&mut tx, job, worker, None, None, logs).await? {
-                return Ok(outcome);
+                return Ok((outcome, None));
             }
             match completion {
                 Completion::Import {
@@ -209,8 +227,12 @@ impl Store {
             }
             insert_timings(&mut tx, job, timings).await?;
             announce(&mut tx, job).await?;
+            let claimed = match next {
+                Some(claimant) => claim_job(&mut *tx, claimant).await?,
+                None => None,
+            };
             tx.commit().await?;
-            Ok(FinishOutcome::Recorded)
+            Ok((FinishOutcome::Recorded, claimed))
         })
         .await
     }
@@ -225,6 +247,22 @@ impl Store {
         failure: &JobFailure,
         logs: &[JobLog],
     ) -> Result<FinishOutcome> {
+        Ok(self
+            .fail_job_and_claim(job, worker, failure, logs, None)
+            .await?
+            .0)
+    }
+
+    /// [`Self::fail_job`], claiming the daemon's next job in the same transaction as
+    /// [`Self::complete_job_and_claim`] does.
+    pub async fn fail_job_and_claim(
+        &self,
+        job: Uuid,
+        worker: Uuid,
+        failure: &JobFailure,
+        logs: &[JobLog],
+        next: Option<&Claimant<'_>>,
+    ) -> Result<(FinishOutcome, Option<JobRow>)> {
         timed("fail_job", async {
             let mut tx = self.pool.begin().await?;
             let was_canceled = sqlx::query_scalar!(
@@ -239,7 +277,7 @@ impl Store {
             let code = (!as_cancel && !failure.error_code.is_empty()).then_some(failure.error_code.as_str());
             let kind = match close_job(&mut tx, job, worker, error, code, logs).await? {
                 Ok(kind) => kind,
-                Err(outcome) => return Ok(outcome),
+                Err(outcome) => return Ok((outcome, None)),
             };
             if kind == "workspace_build"
                 && let Some(state) = &failure.state
@@ -255,8 +293,12 @@ impl Store {
             }
             insert_timings(&mut tx, job, &failure.timings).await?;
             announce(&mut tx, job).await?;
+            let claimed = match next {
+                Some(claimant) => claim_job(&mut *tx, claimant).await?,
+                None => None,
+            };
             tx.commit().await?;
-            Ok(FinishOutcome::Recorded)
+            Ok((FinishOutcome::Recorded, claimed))
         })
         .await
     }

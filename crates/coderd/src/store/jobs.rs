@@ -168,38 +168,16 @@ impl Store {
         worker: Uuid,
     ) -> Result<Option<JobRow>> {
         timed("acquire_job", async {
-            Ok(sqlx::query_as!(
-                JobRow,
-                r#"WITH candidate AS (
-                       SELECT head.id
-                       FROM unnest($2::text[]) AS p(provisioner)
-                       CROSS JOIN unnest($3::text[]) AS k(tags_key)
-                       CROSS JOIN LATERAL (
-                           SELECT j.id, j.created_at
-                           FROM provisioner_jobs j
-                           WHERE j.organization_id = $1
-                             AND j.provisioner = p.provisioner
-                             AND j.tags_key = k.tags_key
-                             AND j.started_at IS NULL
-                             AND j.canceled_at IS NULL
-                           ORDER BY j.created_at, j.id
-                           LIMIT 1
-                           FOR UPDATE SKIP LOCKED
-                       ) head
-                       ORDER BY head.created_at, head.id
-                       LIMIT 1
-                   )
-                   UPDATE provisioner_jobs
-                   SET started_at = now(), updated_at = now(), worker_id = $4
-                   WHERE id = (SELECT id FROM candidate)
-                   RETURNING *"#,
-                org,
-                provisioners,
-                tag_keys,
-                worker,
+            claim_job(
+                &self.pool,
+                &Claimant {
+                    org,
+                    provisioners,
+                    tag_keys,
+                    worker,
+                },
             )
-            .fetch_optional(&self.pool)
-            .await?)
+            .await
         })
         .await
     }
@@ -489,6 +467,57 @@ impl Store {
         })
         .await
     }
+}
+
+/// Who claims a job, and which jobs it can take.
+#[derive(Debug, Clone, Copy)]
+pub struct Claimant<'a> {
+    pub org: Uuid,
+    pub provisioners: &'a [String],
+    pub tag_keys: &'a [String],
+    pub worker: Uuid,
+}
+
+/// The acquire statement: for each (provisioner, tag key) the daemon accepts, the oldest
+/// pending job of that key through the partial pending index (locked rows skipped), and of
+/// those heads the oldest, claimed for `worker`. Runs on the pool or inside a transaction (a
+/// completion's, when the daemon's result said it is idle after it).
+pub(super) async fn claim_job<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+    claimant: &Claimant<'_>,
+) -> Result<Option<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        r#"WITH candidate AS (
+                       SELECT head.id
+                       FROM unnest($2::text[]) AS p(provisioner)
+                       CROSS JOIN unnest($3::text[]) AS k(tags_key)
+                       CROSS JOIN LATERAL (
+                           SELECT j.id, j.created_at
+                           FROM provisioner_jobs j
+                           WHERE j.organization_id = $1
+                             AND j.provisioner = p.provisioner
+                             AND j.tags_key = k.tags_key
+                             AND j.started_at IS NULL
+                             AND j.canceled_at IS NULL
+                           ORDER BY j.created_at, j.id
+                           LIMIT 1
+                           FOR UPDATE SKIP LOCKED
+                       ) head
+                       ORDER BY head.created_at, head.id
+                       LIMIT 1
+                   )
+                   UPDATE provisioner_jobs
+                   SET started_at = now(), updated_at = now(), worker_id = $4
+                   WHERE id = (SELECT id FROM candidate)
+                   RETURNING *"#,
+        claimant.org,
+        claimant.provisioners,
+        claimant.tag_keys,
+        claimant.worker,
+    )
+    .fetch_optional(executor)
+    .await?)
 }
 
 /// Appends the lines that fit under the job's cap, inside a transaction that holds the job's
