@@ -520,37 +520,8 @@ pub(super) async fn claim_job<'e, E: sqlx::PgExecutor<'e>>(
     .await?)
 }
 
-/// Appends the lines that fit under the job's cap, inside a transaction that holds the job's
-/// row; returns whether any line was written (the caller notifies followers).
-pub(super) async fn append_logs(
-    tx: &mut sqlx::PgConnection,
-    job: Uuid,
-    logs: &[JobLog],
-    length: i32,
-    overflowed: bool,
-) -> Result<bool> {
-    if logs.is_empty() {
-        return Ok(false);
-    }
-    let (kept, bytes, now_overflowed) = fit_logs(logs, length, overflowed);
-    if !kept.is_empty() {
-        insert_logs(&mut *tx, job, kept).await?;
-    }
-    if bytes != 0 || now_overflowed != overflowed {
-        sqlx::query!(
-            "UPDATE provisioner_jobs SET logs_length = logs_length + $2, logs_overflowed = $3 WHERE id = $1",
-            job,
-            bytes,
-            now_overflowed
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
-    Ok(!kept.is_empty())
-}
-
 /// Which of `logs` fit under the per-job cap, their size, and whether the job now overflows.
-fn fit_logs(logs: &[JobLog], length: i32, overflowed: bool) -> (&[JobLog], i32, bool) {
+pub(super) fn fit_logs(logs: &[JobLog], length: i32, overflowed: bool) -> (&[JobLog], i32, bool) {
     if overflowed {
         return (&[], 0, true);
     }
