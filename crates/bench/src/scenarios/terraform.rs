@@ -4,9 +4,10 @@
 //! filesystem mirror. One workspace cycles start/stop, one build at a time, so nothing queues.
 //!
 //! Per build: wall time = API create request sent → completion heard (the completing
-//! transaction's NOTIFY), minus terraform's own time = the sum of the job's recorded
-//! `terraform` timings (the daemon stamps each terraform command from spawn to exit, so process
-//! start-up and reading its output count as terraform's). What remains is the control plane's:
+//! transaction's NOTIFY), minus terraform's own time = the time at least one of the job's
+//! recorded `terraform` commands ran (the daemon stamps each from spawn to exit, so process
+//! start-up and reading its output count as terraform's; `graph` runs alongside `plan`, so
+//! overlapping commands count once). What remains is the control plane's:
 //! the API, queueing and pickup, the daemon preparing the work directory and provider mirror,
 //! parsing terraform's output between commands, and uploading the result. The same split from
 //! the job's own timestamps breaks that remainder down.
@@ -173,7 +174,10 @@ async fn split(pool: &sqlx::PgPool, job: Uuid, wall: Duration) -> anyhow::Result
         after,
     } = sqlx::query_as(
         "SELECT count(t.*) AS commands,
-                extract(epoch FROM sum(t.ended_at - t.started_at))::float8 * 1e3 AS terraform,
+                (SELECT extract(epoch FROM sum(upper(r) - lower(r)))::float8 * 1e3
+                   FROM unnest((SELECT range_agg(tstzrange(o.started_at, o.ended_at))
+                                FROM provisioner_job_timings o
+                                WHERE o.job_id = j.id AND o.source = 'terraform')) r) AS terraform,
                 extract(epoch FROM j.started_at - j.created_at)::float8 * 1e3 AS queued,
                 extract(epoch FROM min(t.started_at) - j.started_at)::float8 * 1e3 AS before,
                 extract(epoch FROM max(t.ended_at) - min(t.started_at))::float8 * 1e3 AS span,
