@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 use testutil::eventually;
 
 use crate::harness::Deployment;
-use crate::terraform::{CODER_PROVIDER, terraform};
+use crate::terraform::{push_with_provider as push, terraform};
 
 const OUTSIDE: &str = r#"
 resource "coder_agent" "main" {
@@ -40,21 +40,6 @@ resource "terraform_data" "vm" {
   input = coder_agent.main.id
 }
 "#;
-
-fn push(d: &Deployment, name: &str, main: &str) -> anyhow::Result<()> {
-    let dir = d.dir.path().join("templates").join(name);
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("main.tf"), format!("{CODER_PROVIDER}{main}"))?;
-    d.ok(&[
-        "templates",
-        "push",
-        name,
-        "-d",
-        dir.to_str().context("utf-8 path")?,
-        "--yes",
-    ])?;
-    Ok(())
-}
 
 /// The external machine's agent: killed with its whole process group, however the test ends.
 struct Machine(Child);

@@ -12,7 +12,7 @@ use reqwest::Method;
 use sha2::{Digest, Sha256};
 
 use crate::harness::Deployment;
-use crate::terraform::{CODER_PROVIDER, terraform};
+use crate::terraform::{push_with_provider as push, terraform};
 
 const VALUE: &str = "e2e-s3cret-7c1f9b2a";
 
@@ -42,21 +42,6 @@ resource "coder_metadata" "probe" {
   }
 }
 "#;
-
-fn push(d: &Deployment, name: &str, main: &str) -> anyhow::Result<()> {
-    let dir = d.dir.path().join("templates").join(name);
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("main.tf"), format!("{CODER_PROVIDER}{main}"))?;
-    d.ok(&[
-        "templates",
-        "push",
-        name,
-        "-d",
-        dir.to_str().context("utf-8 path")?,
-        "--yes",
-    ])?;
-    Ok(())
-}
 
 /// Every row of every table as text, bytea as hex.
 async fn database_text(d: &Deployment) -> anyhow::Result<String> {

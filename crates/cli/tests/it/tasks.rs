@@ -3,10 +3,10 @@
 //! into a resource's metadata, which the API shows back), and the task is listed, shown,
 //! refused on a template without a `coder_ai_task`, and deleted with its workspace.
 
-use anyhow::{Context as _, ensure};
+use anyhow::ensure;
 
 use crate::harness::Deployment;
-use crate::terraform::{CODER_PROVIDER, terraform};
+use crate::terraform::{push_with_provider as push, terraform};
 
 const PROMPT: &str = "Write the README, with \"quotes\" and a second line\nplease";
 
@@ -62,21 +62,6 @@ resource "terraform_data" "vm" {
   input = "plain"
 }
 "#;
-
-fn push(d: &Deployment, name: &str, main: &str) -> anyhow::Result<()> {
-    let dir = d.dir.path().join("templates").join(name);
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("main.tf"), format!("{CODER_PROVIDER}{main}"))?;
-    d.ok(&[
-        "templates",
-        "push",
-        name,
-        "-d",
-        dir.to_str().context("utf-8 path")?,
-        "--yes",
-    ])?;
-    Ok(())
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn coder_task_hands_the_prompt_to_the_template_and_manages_the_task() -> anyhow::Result<()> {

@@ -28,6 +28,22 @@ terraform {
 }
 "#;
 
+/// Pushes a template whose `main.tf` is our provider's block followed by `main`.
+pub(crate) fn push_with_provider(d: &Deployment, name: &str, main: &str) -> anyhow::Result<()> {
+    let dir = d.dir.path().join("templates").join(name);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("main.tf"), format!("{CODER_PROVIDER}{main}"))?;
+    d.ok(&[
+        "templates",
+        "push",
+        name,
+        "-d",
+        dir.to_str().context("utf-8 path")?,
+        "--yes",
+    ])?;
+    Ok(())
+}
+
 /// Whether to run: a missing `terraform` fails the test with a message naming it, unless
 /// `CODER_TERRAFORM_OPTIONAL=1` says to skip instead.
 pub(crate) fn terraform() -> anyhow::Result<Option<PathBuf>> {
