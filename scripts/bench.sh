@@ -2,8 +2,8 @@
 # Builds `coder` and `coder-bench` in release mode and runs the benchmark suite (see
 # crates/bench/README.md). The full suite (~10 min) writes its rows into docs/benchmarks.md;
 # `--quick` (< 2 min) only prints. Other arguments go to coder-bench (--json PATH,
-# --no-graphile, --work-dir DIR, `--only relay`, `--only apps`, `--only uploads` or
-# `--only dashboard` for one scenario, ...).
+# --no-graphile, --work-dir DIR, `--only relay`, `--only apps`, `--only uploads`,
+# `--only dashboard` or `--only jobs` (P1, P2, P2b and their baselines) for one scenario, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --bench

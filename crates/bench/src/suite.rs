@@ -88,7 +88,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         work.display()
     ));
     let cluster = Cluster::start(&work.join("pg")).await?;
-    let measured = control_plane(config, &cluster, &work, &mut report, &progress).await;
+    let measured = control_plane(config, &cluster, &work, &mut report, &progress, Scope::All).await;
     let stopped = cluster.stop().await;
     measured?;
     stopped?;
@@ -185,6 +185,9 @@ pub enum Only {
     /// The dashboard on 10,000 workspaces: list and workspace pages server side and in
     /// Chromium, build events on the live socket, idle live sockets' memory (issue 14).
     Dashboard,
+    /// The job path: P1, P2, P2b with the SQL ceiling and the graphile-worker baseline, on
+    /// their own server and cluster (issue 15).
+    Jobs,
 }
 
 /// Only one scenario; its rows alone.
@@ -197,7 +200,7 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Some(dir) => open_dir(dir)?,
         None => open_dir(temp.path())?,
     };
-    let daemons = if only == Only::Reads {
+    let daemons = if matches!(only, Only::Reads | Only::Jobs) {
         config.sizes.daemons
     } else {
         1
@@ -217,6 +220,18 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Only::Agents => fleets::only(config, &work, &mut report, &progress).await?,
         Only::Create => create::create_rows(config, &work, &mut report, &progress).await?,
         Only::Dashboard => dashboard_rows(config, &work, &mut report, &progress).await?,
+        Only::Jobs => {
+            progress.step(&format!(
+                "starting PostgreSQL (fsync on) in {}",
+                work.display()
+            ));
+            let cluster = Cluster::start(&work.join("pg")).await?;
+            let measured =
+                control_plane(config, &cluster, &work, &mut report, &progress, Scope::Jobs).await;
+            let stopped = cluster.stop().await;
+            measured?;
+            stopped?;
+        }
     }
     progress.step("done");
     Ok(report)
@@ -356,13 +371,23 @@ async fn cycling(
         .collect())
 }
 
+/// What [`control_plane`] measures: everything, or only the job path (P1, P2, P2b and their
+/// baselines), which skips the scenarios that need the bulk seeding or other daemons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    All,
+    Jobs,
+}
+
 async fn control_plane(
     config: &Config,
     cluster: &Cluster,
     work: &Path,
     report: &mut Report,
     progress: &Progress,
+    scope: Scope,
 ) -> anyhow::Result<()> {
+    let all = scope == Scope::All;
     let sizes = &config.sizes;
     let warmups = usize::from(sizes.warmup);
     progress.step("starting coder server and the provisioner daemons");
@@ -426,45 +451,17 @@ async fn control_plane(
     .await?;
     let after_builds = deploy.server.memory()?;
 
-    // P3
-    progress.step(&format!(
-        "P3 builds with {} pending jobs no daemon matches",
-        sizes.poison_jobs
-    ));
-    let (poison_source, _) = deploy
-        .template(
-            "bench-poison",
-            &EchoTemplate::default(),
-            &[("coder-bench", "no-daemon-has-this-tag")],
-            false,
-        )
-        .await?;
-    seed::poison(
-        &deploy.pool,
-        poison_source,
-        sizes.poison_jobs.saturating_sub(1),
-    )
-    .await?;
-    if sizes.warmup {
-        builds::run(&deploy, &mut cycling, Duration::from_secs(2)).await?;
-    }
+    // P3, P4, P4b, P5
     let mut p3 = Vec::new();
-    for _ in 0..sizes.runs {
-        let run = builds::run(&deploy, &mut cycling, sizes.build_window).await?;
-        *report.counts.entry("p3_builds".into()).or_default() += run.completed;
-        p3.push(run.per_second);
-    }
-    let removed = seed::remove_poison(&deploy.pool, poison_source).await?;
-    report
-        .counts
-        .insert("p3_poison_removed".into(), removed as usize);
-    deploy.quiesce().await?;
-
-    // P4, P4b, P5
-    // A started workspace (resource, agent, app), as most listed workspaces are.
-    let running = cycling.iter().find(|w| w.running).unwrap_or(&cycling[0]);
-    let source = Source::of(&deploy.pool, running.id).await?;
-    let reads_run = reads::measure(sizes, &deploy, source, build_tpl.id, report, progress).await?;
+    let reads_run = if all {
+        p3 = poisoned_builds(sizes, &deploy, &mut cycling, report, progress).await?;
+        // A started workspace (resource, agent, app), as most listed workspaces are.
+        let running = cycling.iter().find(|w| w.running).unwrap_or(&cycling[0]);
+        let source = Source::of(&deploy.pool, running.id).await?;
+        Some(reads::measure(sizes, &deploy, source, build_tpl.id, report, progress).await?)
+    } else {
+        None
+    };
 
     // P2b and the baselines.
     progress.step("P2b bare jobs through the daemons");
@@ -517,43 +514,45 @@ async fn control_plane(
     };
     let end = deploy.server.memory()?;
 
-    // P7
-    match terraform::on_path() {
-        Some(binary) => {
-            progress.step(&format!(
-                "P7 {} terraform builds, one at a time",
-                sizes.terraform_builds
-            ));
-            let daemon = deploy.terraform_daemon(&config.coder_bin).await?;
-            let run = terraform::run(&deploy, sizes.terraform_builds).await;
-            daemon.stop(Duration::from_secs(10)).await?;
-            terraform_rows(report, &run?, &binary);
+    if all {
+        // P7
+        match terraform::on_path() {
+            Some(binary) => {
+                progress.step(&format!(
+                    "P7 {} terraform builds, one at a time",
+                    sizes.terraform_builds
+                ));
+                let daemon = deploy.terraform_daemon(&config.coder_bin).await?;
+                let run = terraform::run(&deploy, sizes.terraform_builds).await;
+                daemon.stop(Duration::from_secs(10)).await?;
+                terraform_rows(report, &run?, &binary);
+            }
+            None => {
+                progress.step("P7 skipped: terraform is not on PATH");
+                let mut row = Row::not_measured(
+                    "P7",
+                    "terraform build overhead beyond terraform's own time",
+                    "",
+                );
+                row.note =
+                    "skipped: terraform is not on PATH (install terraform ≥ 1.5 to measure)".into();
+                report.rows.push(row);
+            }
         }
-        None => {
-            progress.step("P7 skipped: terraform is not on PATH");
-            let mut row = Row::not_measured(
-                "P7",
-                "terraform build overhead beyond terraform's own time",
-                "",
-            );
-            row.note =
-                "skipped: terraform is not on PATH (install terraform ≥ 1.5 to measure)".into();
-            report.rows.push(row);
-        }
-    }
 
-    // P8, then P8b on the same deployment (its fleet includes P8's agents).
-    let p8 = fleets::measure(&deploy, "P8", sizes.agents, sizes.agent_window, progress).await?;
-    fleets::rows(report, "P8", &p8);
-    let p8b = fleets::measure(
-        &deploy,
-        "P8b",
-        sizes.large_fleet,
-        sizes.agent_window,
-        progress,
-    )
-    .await?;
-    fleets::rows(report, "P8b", &p8b);
+        // P8, then P8b on the same deployment (its fleet includes P8's agents).
+        let p8 = fleets::measure(&deploy, "P8", sizes.agents, sizes.agent_window, progress).await?;
+        fleets::rows(report, "P8", &p8);
+        let p8b = fleets::measure(
+            &deploy,
+            "P8b",
+            sizes.large_fleet,
+            sizes.agent_window,
+            progress,
+        )
+        .await?;
+        fleets::rows(report, "P8b", &p8b);
+    }
     deploy.stop().await?;
 
     // Rows.
@@ -667,15 +666,17 @@ async fn control_plane(
         &p2_latency,
         &[("p50", |p| p.p50), ("p99", |p| p.p99)],
     );
-    report.rows.push(
-        Row::new("P3", "echo builds with poisoned queue", "builds/s", &p3)
-            .baseline("P2 (same run)", Ok(&p2))
-            .goal("≥ 0.5× P2 (falls ≤ 2×)", Check::ratio_min(0.5))
-            .note(format!(
-                "{} pending jobs no daemon matches",
-                sizes.poison_jobs
-            )),
-    );
+    if all {
+        report.rows.push(
+            Row::new("P3", "echo builds with poisoned queue", "builds/s", &p3)
+                .baseline("P2 (same run)", Ok(&p2))
+                .goal("≥ 0.5× P2 (falls ≤ 2×)", Check::ratio_min(0.5))
+                .note(format!(
+                    "{} pending jobs no daemon matches",
+                    sizes.poison_jobs
+                )),
+        );
+    }
     let gw_drain: Result<&[f64], &str> = graphile
         .as_ref()
         .map(|g| g.drain_jobs_per_s.as_slice())
@@ -693,12 +694,15 @@ async fn control_plane(
     );
     report.rows.push(
         Row::new("P2b", "bare jobs vs the raw SQL ceiling", "jobs/s", &p2b)
-            .baseline("Store::acquire_job + complete_job", Ok(&sql))
+            .baseline("Store::complete_job_and_claim", Ok(&sql))
             .note(format!(
                 "same jobs, {} concurrent SQL workers",
                 sizes.daemons
             )),
     );
+    let Some(reads_run) = reads_run else {
+        return Ok(());
+    };
     reads::rows(report, sizes, &reads_run);
     report.rows.push(
         Row::new("P6", "coderd RSS idle", "MiB", &[idle.rss_mib])
@@ -740,6 +744,49 @@ async fn control_plane(
         .counts
         .insert("p6_builds".into(), builds_done as usize);
     Ok(())
+}
+
+/// P3: the P2 loop with a queue of jobs no daemon can take at its head (removed afterwards).
+async fn poisoned_builds(
+    sizes: &crate::config::Sizes,
+    deploy: &Deployment,
+    cycling: &mut [Cycling],
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<Vec<f64>> {
+    progress.step(&format!(
+        "P3 builds with {} pending jobs no daemon matches",
+        sizes.poison_jobs
+    ));
+    let (poison_source, _) = deploy
+        .template(
+            "bench-poison",
+            &EchoTemplate::default(),
+            &[("coder-bench", "no-daemon-has-this-tag")],
+            false,
+        )
+        .await?;
+    seed::poison(
+        &deploy.pool,
+        poison_source,
+        sizes.poison_jobs.saturating_sub(1),
+    )
+    .await?;
+    if sizes.warmup {
+        builds::run(deploy, cycling, Duration::from_secs(2)).await?;
+    }
+    let mut p3 = Vec::new();
+    for _ in 0..sizes.runs {
+        let run = builds::run(deploy, cycling, sizes.build_window).await?;
+        *report.counts.entry("p3_builds".into()).or_default() += run.completed;
+        p3.push(run.per_second);
+    }
+    let removed = seed::remove_poison(&deploy.pool, poison_source).await?;
+    report
+        .counts
+        .insert("p3_poison_removed".into(), removed as usize);
+    deploy.quiesce().await?;
+    Ok(p3)
 }
 
 /// A share of a terraform build and how to read it.

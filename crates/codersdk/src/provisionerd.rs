@@ -14,6 +14,10 @@
 //!    stopping before the job changed anything, hands it back with [`DaemonMessage::Release`]
 //!    (1.1) — and keeps resending it (after reconnects too) until coderd answers
 //!    [`ServerMessage::Finished`] — sent only once the result is committed.
+//! 5. (1.2) A daemon that will be idle after its result says so in it (`ready`): coderd then
+//!    claims the next job in the transaction that records the result and sends it right after
+//!    `Finished`, so the daemon sends no `Ready` and waits no second round trip. When coderd
+//!    answers `JobGone` instead, the daemon says `Ready` as before.
 //!
 //! Adding optional fields is backward compatible; anything else bumps [`PROTOCOL_VERSION`].
 
@@ -28,7 +32,7 @@ use uuid::Uuid;
 use crate::proto::{ExternalAuthProviderResource, Resource, RichParameter, TemplateFeatures};
 
 /// Major.minor; a daemon and coderd with different majors refuse each other.
-pub const PROTOCOL_VERSION: &str = "1.1";
+pub const PROTOCOL_VERSION: &str = "1.2";
 /// A running job's update (logs or not) is sent at least this often; it is the job's heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// Logs are flushed at least this often while a job runs.
@@ -70,12 +74,18 @@ pub enum DaemonMessage {
         result: Box<JobResult>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         logs: Vec<JobLog>,
+        /// (1.2) The daemon is idle once this is recorded: the result doubles as `Ready`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ready: bool,
     },
     Fail {
         job_id: Uuid,
         failure: JobFailure,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         logs: Vec<JobLog>,
+        /// (1.2) As in `Complete`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ready: bool,
     },
     /// The daemon stops before the job changed anything (its shutdown grace ran out, or coderd
     /// sent the job as it was stopping): back to the queue, for another daemon to run from the
@@ -565,8 +575,10 @@ mod tests {
                 ..JobFailure::new("boom")
             },
             logs: vec![],
+            ready: true,
         };
         let json = serde_json::to_string(&fail).expect("serialize");
+        assert!(json.contains(r#""ready":true"#), "{json}");
         assert_eq!(
             serde_json::from_str::<DaemonMessage>(&json).expect("parse"),
             fail

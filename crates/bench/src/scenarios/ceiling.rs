@@ -1,5 +1,6 @@
 //! Baseline (a), the raw SQL ceiling: the statements every job must pass — coderd's own
-//! `Store::acquire_job` and `Store::complete_job` — run directly on the same database with the
+//! `Store::complete_job_and_claim` (a result recorded in the transaction that claims the
+//! daemon's next job, as a daemon's session does) — run directly on the same database with the
 //! same concurrency as the daemons, over the same kind of seeded jobs, with the result a bare
 //! echo build really returns (its state and timing, copied from one). No HTTP, no WebSocket,
 //! no payload reads, no log inserts: what is left is PostgreSQL and the durable commits.
@@ -12,7 +13,7 @@ use std::time::Instant;
 use anyhow::{Context, ensure};
 use chrono::{DateTime, Utc};
 use coderd::provisioners::tags;
-use coderd::store::{Completion, FinishOutcome, Store};
+use coderd::store::{Claimant, Completion, FinishOutcome, Store};
 use codersdk::provisionerd::Timing;
 use uuid::Uuid;
 
@@ -107,10 +108,26 @@ pub async fn run(
             let worker = Uuid::new_v4();
             let provisioners = ["echo".to_string()];
             let keys = [key.clone()];
+            let claimant = Claimant {
+                org,
+                provisioners: &provisioners,
+                tag_keys: &keys,
+                worker,
+            };
             let mut done = 0usize;
-            while let Some(job) = store.acquire_job(org, &provisioners, &keys, worker).await? {
-                let outcome = store
-                    .complete_job(job.id, worker, completion, &result.timings, &[])
+            // As a daemon's session does: one acquire when idle, then each result is recorded
+            // in the transaction that claims the next job.
+            let mut next = store.acquire_job(org, &provisioners, &keys, worker).await?;
+            while let Some(job) = next {
+                let (outcome, claimed) = store
+                    .complete_job_and_claim(
+                        job.id,
+                        worker,
+                        completion,
+                        &result.timings,
+                        &[],
+                        Some(&claimant),
+                    )
                     .await?;
                 ensure!(
                     outcome == FinishOutcome::Recorded,
@@ -118,6 +135,7 @@ pub async fn run(
                     job.id
                 );
                 done += 1;
+                next = claimed;
             }
             anyhow::Ok(done)
         }

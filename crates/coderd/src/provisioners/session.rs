@@ -17,8 +17,8 @@ use super::payload;
 use crate::pubsub::{Subscription, channels};
 use crate::state::AppState;
 use crate::store::{
-    BuildSchedule, Completion, DaemonRow, FinishOutcome, ImportResult, ReleaseOutcome,
-    UpdateOutcome,
+    BuildSchedule, Claimant, Completion, DaemonRow, FinishOutcome, ImportResult, JobRow,
+    ReleaseOutcome, UpdateOutcome,
 };
 
 /// How often an idle daemon looks for work on its own, in case a notification was lost.
@@ -215,6 +215,7 @@ impl Session {
                 job_id,
                 result,
                 logs,
+                ready,
             } => {
                 let schedule = Box::new(BuildSchedule {
                     now: self.state.options.clock.now(),
@@ -232,24 +233,40 @@ impl Session {
                     *external_tokens =
                         crate::external_agents::seal_tokens(&self.state, job_id, resources).await;
                 }
+                let next = self.next_claim(ready);
                 let outcome = self
                     .state
                     .store
-                    .complete_job(job_id, self.daemon.id, &completion, &timings, &logs)
+                    .complete_job_and_claim(
+                        job_id,
+                        self.daemon.id,
+                        &completion,
+                        &timings,
+                        &logs,
+                        next.as_ref().map(|_| self.claimant()).as_ref(),
+                    )
                     .await;
-                self.finish(job_id, outcome).await
+                self.finish_and_next(job_id, outcome, next).await
             }
             DaemonMessage::Fail {
                 job_id,
                 failure,
                 logs,
+                ready,
             } => {
+                let next = self.next_claim(ready);
                 let outcome = self
                     .state
                     .store
-                    .fail_job(job_id, self.daemon.id, &failure, &logs)
+                    .fail_job_and_claim(
+                        job_id,
+                        self.daemon.id,
+                        &failure,
+                        &logs,
+                        next.as_ref().map(|_| self.claimant()).as_ref(),
+                    )
                     .await;
-                self.finish(job_id, outcome).await
+                self.finish_and_next(job_id, outcome, next).await
             }
             DaemonMessage::Release { job_id, logs } => self.requeue(job_id, &logs).await,
         }
@@ -295,6 +312,72 @@ impl Session {
                 tracing::warn!(error = %e, job = %job_id, "handing a job back failed");
                 true
             }
+        }
+    }
+
+    fn claimant(&self) -> Claimant<'_> {
+        Claimant {
+            org: self.capability.org,
+            provisioners: &self.capability.provisioners,
+            tag_keys: &self.capability.keys,
+            worker: self.daemon.id,
+        }
+    }
+
+    /// For a result that doubles as `Ready`: registers the daemon as idle before the
+    /// transaction that claims its next job runs, so that a posting committed meanwhile is
+    /// not missed (as [`Self::acquire`] does).
+    fn next_claim(&self, ready: bool) -> Option<oneshot::Receiver<Wake>> {
+        (ready && self.waiting.is_none())
+            .then(|| self.state.dispatcher.wait(self.daemon.id, &self.capability))
+    }
+
+    /// Answers a result and, when it said `ready`, hands the daemon the job claimed with it
+    /// (or waits for one). The daemon hears `Finished` before its next job.
+    async fn finish_and_next(
+        &mut self,
+        job_id: Uuid,
+        outcome: crate::store::Result<(FinishOutcome, Option<JobRow>)>,
+        next: Option<oneshot::Receiver<Wake>>,
+    ) -> bool {
+        let (outcome, claimed) = match outcome {
+            Ok((outcome, claimed)) => (Ok(outcome), claimed),
+            Err(e) => (Err(e), None),
+        };
+        let idle = matches!(
+            outcome,
+            Ok(FinishOutcome::Recorded | FinishOutcome::AlreadyRecorded)
+        );
+        let recorded_now = matches!(outcome, Ok(FinishOutcome::Recorded));
+        if !self.finish(job_id, outcome).await {
+            return false;
+        }
+        let Some(waiter) = next else {
+            return true;
+        };
+        if !idle {
+            // Not confirmed (the daemon resends it) or gone (the daemon says Ready itself):
+            // no next job now, and a posting that woke this daemon goes to another.
+            self.unwait(waiter);
+            return true;
+        }
+        if !recorded_now {
+            // A resent result, recorded before: nothing was claimed with it.
+            self.unwait(waiter);
+            return self.acquire(None).await;
+        }
+        match self.claimed(Ok(claimed), waiter, None).await {
+            Claimed::Sent(alive) => alive,
+            Claimed::Waiting => true,
+            Claimed::Unpreparable => self.acquire(None).await,
+        }
+    }
+
+    /// Stops waiting for postings, passing on one that arrived meanwhile.
+    fn unwait(&self, mut waiter: oneshot::Receiver<Wake>) {
+        self.state.dispatcher.forget(self.daemon.id);
+        if let Ok(Wake::Posted(p)) = waiter.try_recv() {
+            self.state.dispatcher.post(p);
         }
     }
 
@@ -382,7 +465,7 @@ impl Session {
             return true;
         }
         loop {
-            let mut waiter = self.state.dispatcher.wait(self.daemon.id, &self.capability);
+            let waiter = self.state.dispatcher.wait(self.daemon.id, &self.capability);
             let started = std::time::Instant::now();
             let acquired = self
                 .state
@@ -394,57 +477,83 @@ impl Session {
                     self.daemon.id,
                 )
                 .await;
-            let job = match acquired {
-                Ok(Some(job)) => job,
-                Ok(None) => {
-                    self.waiting = Some(waiter);
-                    return true;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "acquiring a job failed; retrying on the next poll");
-                    self.waiting = Some(waiter);
-                    return true;
-                }
-            };
-            self.state.dispatcher.forget(self.daemon.id);
-            // Postings meant for this daemon that it cannot serve now go to the next idle one.
-            for p in posting.take().into_iter().chain(match waiter.try_recv() {
-                Ok(Wake::Posted(p)) => Some(p),
-                _ => None,
-            }) {
-                if p.job != job.id {
-                    self.state.dispatcher.post(p);
-                }
-            }
             metrics::histogram!("coderd_provisioner_acquire_seconds")
                 .record(started.elapsed().as_secs_f64());
-            if let Some(started_at) = job.started_at {
-                let waited = (started_at - job.created_at).to_std().unwrap_or_default();
-                metrics::histogram!("coderd_provisioner_job_queue_wait_seconds")
-                    .record(waited.as_secs_f64());
-            }
-            match payload::build(&self.state, &job).await {
-                Ok(acquired) => {
-                    tracing::info!(job = %job.id, kind = %job.r#type, "job acquired");
-                    self.hold(job.id);
-                    return self.send(ServerMessage::Job(Box::new(acquired))).await;
-                }
-                Err(e) => {
-                    // A job that cannot be described cannot run anywhere; fail it and look again.
-                    tracing::error!(error = %e, job = %job.id, "preparing the acquired job failed");
-                    let failure = JobFailure::new(format!("coderd could not prepare the job: {e}"));
-                    if let Err(e) = self
-                        .state
-                        .store
-                        .fail_job(job.id, self.daemon.id, &failure, &[])
-                        .await
-                    {
-                        tracing::error!(error = %e, job = %job.id, "failing the unpreparable job");
-                    }
-                }
+            match self.claimed(acquired, waiter, posting.take()).await {
+                Claimed::Sent(alive) => return alive,
+                Claimed::Waiting => return true,
+                Claimed::Unpreparable => {}
             }
         }
     }
+
+    /// What follows a claim attempt: with a job, it is described and sent to the daemon;
+    /// without one, the daemon waits for a posting on `waiter`.
+    async fn claimed(
+        &mut self,
+        acquired: crate::store::Result<Option<JobRow>>,
+        mut waiter: oneshot::Receiver<Wake>,
+        posting: Option<Posting>,
+    ) -> Claimed {
+        let job = match acquired {
+            Ok(Some(job)) => job,
+            Ok(None) => {
+                self.waiting = Some(waiter);
+                return Claimed::Waiting;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "acquiring a job failed; retrying on the next poll");
+                self.waiting = Some(waiter);
+                return Claimed::Waiting;
+            }
+        };
+        self.state.dispatcher.forget(self.daemon.id);
+        // Postings meant for this daemon that it cannot serve now go to the next idle one.
+        for p in posting.into_iter().chain(match waiter.try_recv() {
+            Ok(Wake::Posted(p)) => Some(p),
+            _ => None,
+        }) {
+            if p.job != job.id {
+                self.state.dispatcher.post(p);
+            }
+        }
+        if let Some(started_at) = job.started_at {
+            let waited = (started_at - job.created_at).to_std().unwrap_or_default();
+            metrics::histogram!("coderd_provisioner_job_queue_wait_seconds")
+                .record(waited.as_secs_f64());
+        }
+        match payload::build(&self.state, &job).await {
+            Ok(acquired) => {
+                tracing::info!(job = %job.id, kind = %job.r#type, "job acquired");
+                self.hold(job.id);
+                Claimed::Sent(self.send(ServerMessage::Job(Box::new(acquired))).await)
+            }
+            Err(e) => {
+                // A job that cannot be described cannot run anywhere; fail it and look again.
+                tracing::error!(error = %e, job = %job.id, "preparing the acquired job failed");
+                let failure = JobFailure::new(format!("coderd could not prepare the job: {e}"));
+                if let Err(e) = self
+                    .state
+                    .store
+                    .fail_job(job.id, self.daemon.id, &failure, &[])
+                    .await
+                {
+                    tracing::error!(error = %e, job = %job.id, "failing the unpreparable job");
+                }
+                Claimed::Unpreparable
+            }
+        }
+    }
+}
+
+/// What became of a claim.
+enum Claimed {
+    /// A job went to the daemon; false when the connection is gone.
+    Sent(bool),
+    /// No job: the daemon waits for a posting.
+    Waiting,
+    /// The claimed job could not be described and was failed: look again.
+    Unpreparable,
 }
 
 /// Maps a daemon's result to what the store records.

@@ -8,13 +8,13 @@ use uuid::Uuid;
 use codersdk::provisionerd::JobLog;
 
 use super::external_agents::{SealedAgentToken, record_external_tokens};
-use super::jobs::{append_logs, notify};
-use super::lifecycle::record_schedule;
+use super::jobs::{Claimant, JobRow, MAX_JOB_LOGS_BYTES, claim_job, fit_logs};
+use super::lifecycle::{schedule_facts, schedule_of};
 use super::prebuilds::carry_claimed_agents;
 use super::presets::insert_presets;
 use super::resources::insert_resources;
 use super::templates::{ImportResult, record_import};
-use super::version_facts::{record_build_facts, record_version_facts};
+use super::version_facts::{build_task_app, record_version_facts};
 use super::{Result, Store, timed};
 use crate::pubsub::channels;
 
@@ -58,39 +58,64 @@ pub enum FinishOutcome {
     Gone(String),
 }
 
+/// A job closed for completion, and the daemon's last lines that fit under its cap (inserted
+/// by [`record_tail`]; its length is already counted).
+struct Closed<'l> {
+    kind: String,
+    logs: &'l [JobLog],
+}
+
 /// Claims the job for completion: marks it completed if `worker` holds it and it is still open,
-/// and appends the daemon's last log lines. Returns the job type, or how to answer when it
-/// cannot be claimed.
-async fn close_job(
+/// and counts the daemon's last log lines against the job's cap — in the same statement when
+/// they all fit, the usual case. Returns the job type and the lines to insert, or how to
+/// answer when it cannot be claimed.
+async fn close_job<'l>(
     tx: &mut sqlx::PgConnection,
     job: Uuid,
     worker: Uuid,
     error: Option<&str>,
     error_code: Option<&str>,
-    logs: &[JobLog],
-) -> Result<std::result::Result<String, FinishOutcome>> {
+    logs: &'l [JobLog],
+) -> Result<std::result::Result<Closed<'l>, FinishOutcome>> {
+    let total: i64 = logs.iter().map(|l| l.output.len() as i64).sum();
+    // The sub-select locks the row and reads the length before this statement adds to it.
     let closed = sqlx::query!(
-        r#"UPDATE provisioner_jobs
-           SET completed_at = now(), updated_at = now(), error = $3, error_code = $4
-           WHERE id = $1 AND worker_id = $2 AND completed_at IS NULL
-           RETURNING type, logs_length, logs_overflowed"#,
+        r#"UPDATE provisioner_jobs j
+           SET completed_at = now(), updated_at = now(), error = $3, error_code = $4,
+               logs_length = CASE
+                   WHEN NOT o.logs_overflowed AND o.logs_length::int8 + $5::int8 <= $6::int8
+                   THEN (o.logs_length + $5::int8)::int4
+                   ELSE o.logs_length END
+           FROM (SELECT id, logs_length, logs_overflowed FROM provisioner_jobs
+                 WHERE id = $1 FOR UPDATE) o
+           WHERE j.id = o.id AND j.worker_id = $2 AND j.completed_at IS NULL
+           RETURNING j.type, o.logs_length, o.logs_overflowed"#,
         job,
         worker,
         error,
-        error_code
+        error_code,
+        total,
+        i64::from(MAX_JOB_LOGS_BYTES)
     )
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(closed) = closed {
-        append_logs(
-            &mut *tx,
-            job,
-            logs,
-            closed.logs_length,
-            closed.logs_overflowed,
-        )
-        .await?;
-        return Ok(Ok(closed.r#type));
+        let (kept, bytes, overflowed) = fit_logs(logs, closed.logs_length, closed.logs_overflowed);
+        let counted = !closed.logs_overflowed && !overflowed && kept.len() == logs.len();
+        if !counted && (bytes != 0 || overflowed != closed.logs_overflowed) {
+            sqlx::query!(
+                "UPDATE provisioner_jobs SET logs_length = logs_length + $2, logs_overflowed = $3 WHERE id = $1",
+                job,
+                bytes,
+                overflowed
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        return Ok(Ok(Closed {
+            kind: closed.r#type,
+            logs: kept,
+        }));
     }
     let current = sqlx::query!(
         "SELECT worker_id, completed_at IS NOT NULL AS \"done!\", error FROM provisioner_jobs WHERE id = $1",
@@ -110,10 +135,23 @@ async fn close_job(
     }))
 }
 
-async fn insert_timings(tx: &mut sqlx::PgConnection, job: Uuid, timings: &[Timing]) -> Result<()> {
-    if timings.is_empty() {
-        return Ok(());
-    }
+/// The end of every completion in one statement: the daemon's last log lines, the job's
+/// timings, and the notifications (`notes`: channel and payload, sent in order, then the job's
+/// own update and logs announcements).
+async fn record_tail(
+    tx: &mut sqlx::PgConnection,
+    job: Uuid,
+    logs: &[JobLog],
+    timings: &[Timing],
+    mut notes: Vec<(&str, String)>,
+) -> Result<()> {
+    let log_created: Vec<chrono::DateTime<chrono::Utc>> =
+        logs.iter().map(|l| l.created_at).collect();
+    let log_sources: Vec<String> = logs.iter().map(|l| l.source.as_str().to_string()).collect();
+    let log_levels: Vec<String> = logs.iter().map(|l| l.level.as_str().to_string()).collect();
+    let log_stages: Vec<String> = logs.iter().map(|l| l.stage.clone()).collect();
+    // PostgreSQL text cannot hold NUL; a daemon's output may.
+    let log_outputs: Vec<String> = logs.iter().map(|l| l.output.replace('\0', "")).collect();
     let stages: Vec<String> = timings.iter().map(|t| t.stage.clone()).collect();
     let sources: Vec<String> = timings.iter().map(|t| t.source.clone()).collect();
     let actions: Vec<String> = timings.iter().map(|t| t.action.clone()).collect();
@@ -121,25 +159,41 @@ async fn insert_timings(tx: &mut sqlx::PgConnection, job: Uuid, timings: &[Timin
     let started: Vec<chrono::DateTime<chrono::Utc>> =
         timings.iter().map(|t| t.started_at).collect();
     let ended: Vec<chrono::DateTime<chrono::Utc>> = timings.iter().map(|t| t.ended_at).collect();
+    notes.push((channels::JOB_UPDATED, job.to_string()));
+    notes.push((channels::JOB_LOGS, job.to_string()));
+    let (note_channels, note_payloads): (Vec<String>, Vec<String>) = notes
+        .into_iter()
+        .map(|(channel, payload)| (channel.to_string(), payload))
+        .unzip();
     sqlx::query!(
-        r#"INSERT INTO provisioner_job_timings (job_id, stage, source, action, resource, started_at, ended_at)
-           SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])"#,
+        r#"WITH logs AS (
+               INSERT INTO provisioner_job_logs (job_id, created_at, source, level, stage, output)
+               SELECT $1, * FROM unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[])
+           ), timings AS (
+               INSERT INTO provisioner_job_timings (job_id, stage, source, action, resource, started_at, ended_at)
+               SELECT $1, * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[])
+           )
+           SELECT pg_notify(n.channel, n.payload)
+           FROM unnest($13::text[], $14::text[]) WITH ORDINALITY AS n(channel, payload, position)
+           ORDER BY n.position"#,
         job,
+        &log_created,
+        &log_sources,
+        &log_levels,
+        &log_stages,
+        &log_outputs,
         &stages,
         &sources,
         &actions,
         &resources,
         &started,
-        &ended
+        &ended,
+        &note_channels,
+        &note_payloads
     )
     .execute(&mut *tx)
     .await?;
     Ok(())
-}
-
-async fn announce(tx: &mut sqlx::PgConnection, job: Uuid) -> Result<()> {
-    notify(tx, channels::JOB_UPDATED, job.to_string()).await?;
-    notify(tx, channels::JOB_LOGS, job.to_string()).await
 }
 
 impl Store {
@@ -153,11 +207,31 @@ impl Store {
         timings: &[Timing],
         logs: &[JobLog],
     ) -> Result<FinishOutcome> {
+        Ok(self
+            .complete_job_and_claim(job, worker, completion, timings, logs, None)
+            .await?
+            .0)
+    }
+
+    /// [`Self::complete_job`], and when `next` is given and the result is recorded now, claims
+    /// the next job for the same daemon in the same transaction: one commit and one round trip
+    /// to the daemon for a result and the next job instead of two each.
+    pub async fn complete_job_and_claim(
+        &self,
+        job: Uuid,
+        worker: Uuid,
+        completion: &Completion,
+        timings: &[Timing],
+        logs: &[JobLog],
+        next: Option<&Claimant<'_>>,
+    ) -> Result<(FinishOutcome, Option<JobRow>)> {
         timed("complete_job", async {
             let mut tx = self.pool.begin().await?;
-            if let Err(outcome) = close_job(&mut tx, job, worker, None, None, logs).await? {
-                return Ok(outcome);
-            }
+            let closed = match close_job(&mut tx, job, worker, None, None, logs).await? {
+                Ok(closed) => closed,
+                Err(outcome) => return Ok((outcome, None)),
+            };
+            let mut notes = Vec::new();
             match completion {
                 Completion::Import {
                     result,
@@ -178,39 +252,56 @@ impl Store {
                     external_tokens,
                     schedule,
                 } => {
-                    let build = sqlx::query!(
-                        r#"UPDATE workspace_builds SET provisioner_state = $2, updated_at = now()
-                           WHERE job_id = $1 RETURNING transition, workspace_id"#,
+                    let facts = schedule_facts(&mut tx, job).await?;
+                    insert_resources(&mut tx, job, &facts.transition, resources).await?;
+                    let task_app = build_task_app(&mut tx, job, resources, features).await?;
+                    let delete = facts.transition == "delete";
+                    let (deadlines, next_start_at) = schedule_of(&facts, schedule);
+                    // The build's state, facts and deadlines and its workspace's next start (or
+                    // deletion) in one statement.
+                    sqlx::query!(
+                        r#"WITH b AS (
+                               UPDATE workspace_builds
+                               SET provisioner_state = $2, updated_at = now(),
+                                   has_ai_task = $3, ai_task_sidebar_app_id = $4,
+                                   has_external_agent = $5,
+                                   deadline = CASE WHEN $6 THEN $7 ELSE deadline END,
+                                   max_deadline = CASE WHEN $6 THEN $8 ELSE max_deadline END
+                               WHERE job_id = $1
+                               RETURNING workspace_id
+                           )
+                           UPDATE workspaces w
+                           SET next_start_at = CASE WHEN $9 THEN w.next_start_at ELSE $10 END,
+                               deleted = w.deleted OR $9,
+                               updated_at = CASE WHEN $9 THEN now() ELSE w.updated_at END
+                           FROM b WHERE w.id = b.workspace_id"#,
                         job,
-                        state
+                        state,
+                        !features.ai_tasks.is_empty(),
+                        task_app,
+                        features.has_external_agents,
+                        deadlines.is_some(),
+                        deadlines.and_then(|d| d.deadline),
+                        deadlines.and_then(|d| d.max_deadline),
+                        delete,
+                        next_start_at
                     )
-                    .fetch_one(&mut *tx)
+                    .execute(&mut *tx)
                     .await?;
-                    insert_resources(&mut tx, job, &build.transition, resources).await?;
-                    record_build_facts(&mut tx, job, resources, features).await?;
                     record_external_tokens(&mut tx, job, external_tokens).await?;
                     for agent in carry_claimed_agents(&mut tx, job).await? {
-                        notify(&mut tx, channels::AGENT_UPDATED, agent.to_string()).await?;
+                        notes.push((channels::AGENT_UPDATED, agent.to_string()));
                     }
-                    if build.transition != "delete" {
-                        record_schedule(&mut tx, job, build.workspace_id, &build.transition, schedule)
-                            .await?;
-                    }
-                    if build.transition == "delete" {
-                        sqlx::query!(
-                            "UPDATE workspaces SET deleted = true, updated_at = now() WHERE id = $1",
-                            build.workspace_id
-                        )
-                        .execute(&mut *tx)
-                        .await?;
-                    }
-                    notify(&mut tx, channels::WORKSPACE_UPDATED, build.workspace_id.to_string()).await?;
+                    notes.push((channels::WORKSPACE_UPDATED, facts.workspace_id.to_string()));
                 }
             }
-            insert_timings(&mut tx, job, timings).await?;
-            announce(&mut tx, job).await?;
+            record_tail(&mut tx, job, closed.logs, timings, notes).await?;
+            let claimed = match next {
+                Some(claimant) => claim_job(&mut *tx, claimant).await?,
+                None => None,
+            };
             tx.commit().await?;
-            Ok(FinishOutcome::Recorded)
+            Ok((FinishOutcome::Recorded, claimed))
         })
         .await
     }
@@ -225,6 +316,22 @@ impl Store {
         failure: &JobFailure,
         logs: &[JobLog],
     ) -> Result<FinishOutcome> {
+        Ok(self
+            .fail_job_and_claim(job, worker, failure, logs, None)
+            .await?
+            .0)
+    }
+
+    /// [`Self::fail_job`], claiming the daemon's next job in the same transaction as
+    /// [`Self::complete_job_and_claim`] does.
+    pub async fn fail_job_and_claim(
+        &self,
+        job: Uuid,
+        worker: Uuid,
+        failure: &JobFailure,
+        logs: &[JobLog],
+        next: Option<&Claimant<'_>>,
+    ) -> Result<(FinishOutcome, Option<JobRow>)> {
         timed("fail_job", async {
             let mut tx = self.pool.begin().await?;
             let was_canceled = sqlx::query_scalar!(
@@ -237,11 +344,12 @@ impl Store {
             let as_cancel = failure.canceled && was_canceled;
             let error = (!as_cancel).then_some(failure.error.as_str());
             let code = (!as_cancel && !failure.error_code.is_empty()).then_some(failure.error_code.as_str());
-            let kind = match close_job(&mut tx, job, worker, error, code, logs).await? {
-                Ok(kind) => kind,
-                Err(outcome) => return Ok(outcome),
+            let closed = match close_job(&mut tx, job, worker, error, code, logs).await? {
+                Ok(closed) => closed,
+                Err(outcome) => return Ok((outcome, None)),
             };
-            if kind == "workspace_build"
+            let mut notes = Vec::new();
+            if closed.kind == "workspace_build"
                 && let Some(state) = &failure.state
             {
                 let workspace = sqlx::query_scalar!(
@@ -251,12 +359,15 @@ impl Store {
                 )
                 .fetch_one(&mut *tx)
                 .await?;
-                notify(&mut tx, channels::WORKSPACE_UPDATED, workspace.to_string()).await?;
+                notes.push((channels::WORKSPACE_UPDATED, workspace.to_string()));
             }
-            insert_timings(&mut tx, job, &failure.timings).await?;
-            announce(&mut tx, job).await?;
+            record_tail(&mut tx, job, closed.logs, &failure.timings, notes).await?;
+            let claimed = match next {
+                Some(claimant) => claim_job(&mut *tx, claimant).await?,
+                None => None,
+            };
             tx.commit().await?;
-            Ok(FinishOutcome::Recorded)
+            Ok((FinishOutcome::Recorded, claimed))
         })
         .await
     }

@@ -168,38 +168,16 @@ impl Store {
         worker: Uuid,
     ) -> Result<Option<JobRow>> {
         timed("acquire_job", async {
-            Ok(sqlx::query_as!(
-                JobRow,
-                r#"WITH candidate AS (
-                       SELECT head.id
-                       FROM unnest($2::text[]) AS p(provisioner)
-                       CROSS JOIN unnest($3::text[]) AS k(tags_key)
-                       CROSS JOIN LATERAL (
-                           SELECT j.id, j.created_at
-                           FROM provisioner_jobs j
-                           WHERE j.organization_id = $1
-                             AND j.provisioner = p.provisioner
-                             AND j.tags_key = k.tags_key
-                             AND j.started_at IS NULL
-                             AND j.canceled_at IS NULL
-                           ORDER BY j.created_at, j.id
-                           LIMIT 1
-                           FOR UPDATE SKIP LOCKED
-                       ) head
-                       ORDER BY head.created_at, head.id
-                       LIMIT 1
-                   )
-                   UPDATE provisioner_jobs
-                   SET started_at = now(), updated_at = now(), worker_id = $4
-                   WHERE id = (SELECT id FROM candidate)
-                   RETURNING *"#,
-                org,
-                provisioners,
-                tag_keys,
-                worker,
+            claim_job(
+                &self.pool,
+                &Claimant {
+                    org,
+                    provisioners,
+                    tag_keys,
+                    worker,
+                },
             )
-            .fetch_optional(&self.pool)
-            .await?)
+            .await
         })
         .await
     }
@@ -491,37 +469,59 @@ impl Store {
     }
 }
 
-/// Appends the lines that fit under the job's cap, inside a transaction that holds the job's
-/// row; returns whether any line was written (the caller notifies followers).
-pub(super) async fn append_logs(
-    tx: &mut sqlx::PgConnection,
-    job: Uuid,
-    logs: &[JobLog],
-    length: i32,
-    overflowed: bool,
-) -> Result<bool> {
-    if logs.is_empty() {
-        return Ok(false);
-    }
-    let (kept, bytes, now_overflowed) = fit_logs(logs, length, overflowed);
-    if !kept.is_empty() {
-        insert_logs(&mut *tx, job, kept).await?;
-    }
-    if bytes != 0 || now_overflowed != overflowed {
-        sqlx::query!(
-            "UPDATE provisioner_jobs SET logs_length = logs_length + $2, logs_overflowed = $3 WHERE id = $1",
-            job,
-            bytes,
-            now_overflowed
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
-    Ok(!kept.is_empty())
+/// Who claims a job, and which jobs it can take.
+#[derive(Debug, Clone, Copy)]
+pub struct Claimant<'a> {
+    pub org: Uuid,
+    pub provisioners: &'a [String],
+    pub tag_keys: &'a [String],
+    pub worker: Uuid,
+}
+
+/// The acquire statement: for each (provisioner, tag key) the daemon accepts, the oldest
+/// pending job of that key through the partial pending index (locked rows skipped), and of
+/// those heads the oldest, claimed for `worker`. Runs on the pool or inside a transaction (a
+/// completion's, when the daemon's result said it is idle after it).
+pub(super) async fn claim_job<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+    claimant: &Claimant<'_>,
+) -> Result<Option<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        r#"WITH candidate AS (
+                       SELECT head.id
+                       FROM unnest($2::text[]) AS p(provisioner)
+                       CROSS JOIN unnest($3::text[]) AS k(tags_key)
+                       CROSS JOIN LATERAL (
+                           SELECT j.id, j.created_at
+                           FROM provisioner_jobs j
+                           WHERE j.organization_id = $1
+                             AND j.provisioner = p.provisioner
+                             AND j.tags_key = k.tags_key
+                             AND j.started_at IS NULL
+                             AND j.canceled_at IS NULL
+                           ORDER BY j.created_at, j.id
+                           LIMIT 1
+                           FOR UPDATE SKIP LOCKED
+                       ) head
+                       ORDER BY head.created_at, head.id
+                       LIMIT 1
+                   )
+                   UPDATE provisioner_jobs
+                   SET started_at = now(), updated_at = now(), worker_id = $4
+                   WHERE id = (SELECT id FROM candidate)
+                   RETURNING *"#,
+        claimant.org,
+        claimant.provisioners,
+        claimant.tag_keys,
+        claimant.worker,
+    )
+    .fetch_optional(executor)
+    .await?)
 }
 
 /// Which of `logs` fit under the per-job cap, their size, and whether the job now overflows.
-fn fit_logs(logs: &[JobLog], length: i32, overflowed: bool) -> (&[JobLog], i32, bool) {
+pub(super) fn fit_logs(logs: &[JobLog], length: i32, overflowed: bool) -> (&[JobLog], i32, bool) {
     if overflowed {
         return (&[], 0, true);
     }

@@ -10,7 +10,7 @@ use super::completion::BuildSchedule;
 use super::jobs::notify;
 use super::{NewAuditLog, Result, Store, audit, timed};
 use crate::pubsub::channels;
-use crate::schedule::{Schedule, TemplatePolicy, autostop};
+use crate::schedule::{Autostop, Schedule, TemplatePolicy, autostop};
 
 /// p50 and p95 of a template's recent build times for one transition, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -386,57 +386,65 @@ pub(crate) async fn bump_deadlines(tx: &mut sqlx::PgConnection, used: &[Uuid]) -
     .rows_affected())
 }
 
-/// A successful build's consequences for the schedule, in its completion transaction: a start
-/// gets its deadline and max deadline; every build moves `next_start_at` to the schedule's
-/// next allowed time after it.
-pub(crate) async fn record_schedule(
+/// What a completing build's schedule follows from: the build's transition and workspace, and
+/// the workspace's and its template's schedule settings. Read once in the completion
+/// transaction, before its one write of the build and the workspace.
+pub(crate) struct ScheduleFacts {
+    pub transition: String,
+    pub workspace_id: Uuid,
+    ttl_ms: Option<i64>,
+    autostart_schedule: Option<String>,
+    default_ttl_ms: i64,
+    allow_user_autostop: bool,
+    allow_user_autostart: bool,
+    autostop_requirement_days_of_week: i16,
+    autostop_requirement_weeks: i64,
+    autostart_allowed_days: i16,
+}
+
+pub(crate) async fn schedule_facts(
     tx: &mut sqlx::PgConnection,
     job: Uuid,
-    workspace: Uuid,
-    transition: &str,
-    at: &BuildSchedule,
-) -> Result<()> {
-    let w = sqlx::query!(
-        r#"SELECT w.ttl_ms, w.autostart_schedule, t.default_ttl_ms, t.allow_user_autostop,
-                  t.allow_user_autostart, t.autostop_requirement_days_of_week,
-                  t.autostop_requirement_weeks, t.autostart_allowed_days
-           FROM workspaces w JOIN templates t ON t.id = w.template_id
-           WHERE w.id = $1"#,
-        workspace
+) -> Result<ScheduleFacts> {
+    Ok(sqlx::query_as!(
+        ScheduleFacts,
+        r#"SELECT b.transition, b.workspace_id, w.ttl_ms, w.autostart_schedule, t.default_ttl_ms,
+                  t.allow_user_autostop, t.allow_user_autostart,
+                  t.autostop_requirement_days_of_week, t.autostop_requirement_weeks,
+                  t.autostart_allowed_days
+           FROM workspace_builds b
+           JOIN workspaces w ON w.id = b.workspace_id
+           JOIN templates t ON t.id = w.template_id
+           WHERE b.job_id = $1"#,
+        job
     )
     .fetch_one(&mut *tx)
-    .await?;
-    if transition == "start" {
+    .await?)
+}
+
+/// A successful build's consequences for the schedule: a start gets its deadline and max
+/// deadline (`Some`); every build but a delete moves `next_start_at` to the schedule's next
+/// allowed time after it.
+pub(crate) fn schedule_of(
+    facts: &ScheduleFacts,
+    at: &BuildSchedule,
+) -> (Option<Autostop>, Option<DateTime<Utc>>) {
+    let deadlines = (facts.transition == "start").then(|| {
         let policy = TemplatePolicy {
-            default_ttl_ms: w.default_ttl_ms,
-            allow_user_autostop: w.allow_user_autostop,
-            autostop_requirement_days: day_bits(w.autostop_requirement_days_of_week),
-            autostop_requirement_weeks: w.autostop_requirement_weeks,
+            default_ttl_ms: facts.default_ttl_ms,
+            allow_user_autostop: facts.allow_user_autostop,
+            autostop_requirement_days: day_bits(facts.autostop_requirement_days_of_week),
+            autostop_requirement_weeks: facts.autostop_requirement_weeks,
         };
-        let deadlines = autostop(at.now, w.ttl_ms, &policy, &at.quiet_hours);
-        sqlx::query!(
-            r#"UPDATE workspace_builds SET deadline = $2, max_deadline = $3, updated_at = now()
-               WHERE job_id = $1"#,
-            job,
-            deadlines.deadline,
-            deadlines.max_deadline
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
-    let next_start_at = w
+        autostop(at.now, facts.ttl_ms, &policy, &at.quiet_hours)
+    });
+    let next_start_at = facts
         .autostart_schedule
-        .filter(|_| w.allow_user_autostart)
-        .and_then(|s| Schedule::weekly(&s).ok())
-        .and_then(|s| s.next_allowed_after(at.now, day_bits(w.autostart_allowed_days)));
-    sqlx::query!(
-        "UPDATE workspaces SET next_start_at = $2 WHERE id = $1",
-        workspace,
-        next_start_at
-    )
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+        .as_deref()
+        .filter(|_| facts.allow_user_autostart)
+        .and_then(|s| Schedule::weekly(s).ok())
+        .and_then(|s| s.next_allowed_after(at.now, day_bits(facts.autostart_allowed_days)));
+    (deadlines, next_start_at)
 }
 
 /// A stored day bitmap (smallint) as the schedule module's `u8`; only the low seven bits mean

@@ -42,7 +42,8 @@ pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use external_agents::{ExternalAgentRow, LatestBuildExternal, SealedAgentToken};
 pub use groups::{AclChange, GroupChanges, GroupMemberRow, GroupRow, GroupSync, NewGroup};
 pub use jobs::{
-    JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, ReleaseOutcome, UpdateOutcome,
+    Claimant, JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, ReleaseOutcome,
+    UpdateOutcome,
 };
 pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};

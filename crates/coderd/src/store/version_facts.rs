@@ -27,17 +27,15 @@ pub(crate) async fn record_version_facts(
     Ok(())
 }
 
-/// What a build applied: whether it runs an AI task (and the app the task is shown in) and
-/// whether it has external agents. Runs after the build's resources are inserted, since the
-/// task's app is found among them.
-pub(crate) async fn record_build_facts(
+/// The app a build's AI task is shown in, if it has one: the provider names the app by
+/// terraform's id; coderd's apps are found by slug, which is unique within a template. Runs
+/// after the build's resources are inserted, since the app is found among them.
+pub(crate) async fn build_task_app(
     tx: &mut sqlx::PgConnection,
     job: Uuid,
     resources: &[Resource],
     features: &TemplateFeatures,
-) -> Result<()> {
-    // The provider names the app by terraform's id; coderd's apps are found by slug, which
-    // is unique within a template.
+) -> Result<Option<Uuid>> {
     let app_slug = features.ai_tasks.first().and_then(|task| {
         resources
             .iter()
@@ -46,34 +44,20 @@ pub(crate) async fn record_build_facts(
             .find(|app| !task.app_id.is_empty() && app.id == task.app_id)
             .map(|app| app.slug.clone())
     });
-    let app_id = match app_slug {
-        None => None,
-        Some(slug) => {
-            sqlx::query_scalar!(
-                r#"SELECT app.id FROM workspace_apps app
-                   JOIN workspace_agents agent ON agent.id = app.agent_id
-                   JOIN workspace_resources res ON res.id = agent.resource_id
-                   WHERE res.job_id = $1 AND app.slug = $2
-                   LIMIT 1"#,
-                job,
-                slug
-            )
-            .fetch_optional(&mut *tx)
-            .await?
-        }
+    let Some(slug) = app_slug else {
+        return Ok(None);
     };
-    sqlx::query!(
-        r#"UPDATE workspace_builds
-           SET has_ai_task = $2, ai_task_sidebar_app_id = $3, has_external_agent = $4
-           WHERE job_id = $1"#,
+    Ok(sqlx::query_scalar!(
+        r#"SELECT app.id FROM workspace_apps app
+           JOIN workspace_agents agent ON agent.id = app.agent_id
+           JOIN workspace_resources res ON res.id = agent.resource_id
+           WHERE res.job_id = $1 AND app.slug = $2
+           LIMIT 1"#,
         job,
-        !features.ai_tasks.is_empty(),
-        app_id,
-        features.has_external_agents
+        slug
     )
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    .fetch_optional(&mut *tx)
+    .await?)
 }
 
 impl Store {

@@ -543,3 +543,80 @@ async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Re
     );
     Ok(())
 }
+
+/// A daemon whose result says it is idle (protocol 1.2) gets its next job claimed in the
+/// result's own transaction; a resent result claims nothing, and an empty queue leaves the
+/// daemon waiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_and_the_next_claim_commit_together() -> anyhow::Result<()> {
+    use coderd::store::{Claimant, Completion, FinishOutcome, ImportResult};
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    // A tag no running daemon has: only this test claims these jobs.
+    let tags = [("claim-test", "yes")];
+    let first = app
+        .echo_version(&owner, "default", &EchoTemplate::default(), &tags)
+        .await?;
+    let second = app
+        .echo_version(&owner, "default", &EchoTemplate::default(), &tags)
+        .await?;
+    let (org, key): (uuid::Uuid, String) =
+        sqlx::query_as("SELECT organization_id, tags_key FROM provisioner_jobs WHERE id = $1")
+            .bind(first.job.id)
+            .fetch_one(app.pool())
+            .await?;
+    let store = &app.state.store;
+    let worker = uuid::Uuid::new_v4();
+    let provisioners = ["echo".to_string()];
+    let keys = [key];
+    let claimant = Claimant {
+        org,
+        provisioners: &provisioners,
+        tag_keys: &keys,
+        worker,
+    };
+    let held = store
+        .acquire_job(org, &provisioners, &keys, worker)
+        .await?
+        .expect("the first job");
+    assert_eq!(held.id, first.job.id, "oldest first");
+    let completion = Completion::Import {
+        result: ImportResult {
+            rich_parameters: serde_json::json!([]),
+            variables: serde_json::json!([]),
+            external_auth_providers: serde_json::json!([]),
+            readme: String::new(),
+        },
+        start_resources: vec![],
+        stop_resources: vec![],
+        features: Default::default(),
+    };
+    let (outcome, next) = store
+        .complete_job_and_claim(held.id, worker, &completion, &[], &[], Some(&claimant))
+        .await?;
+    assert_eq!(outcome, FinishOutcome::Recorded);
+    let next = next.expect("the next job, claimed with the result");
+    assert_eq!(next.id, second.job.id);
+    assert_eq!(next.worker_id, Some(worker));
+    assert!(next.started_at.is_some());
+    let version = owner.template_version(first.id).await?;
+    assert_eq!(version.job.status, ProvisionerJobStatus::Succeeded);
+
+    let (outcome, again) = store
+        .complete_job_and_claim(held.id, worker, &completion, &[], &[], Some(&claimant))
+        .await?;
+    assert_eq!(
+        (outcome, again),
+        (FinishOutcome::AlreadyRecorded, None),
+        "a resent result claims nothing"
+    );
+
+    let failure = codersdk::provisionerd::JobFailure::new("boom");
+    let (outcome, none) = store
+        .fail_job_and_claim(next.id, worker, &failure, &[], Some(&claimant))
+        .await?;
+    assert_eq!((outcome, none), (FinishOutcome::Recorded, None));
+    let version = owner.template_version(second.id).await?;
+    assert_eq!(version.job.status, ProvisionerJobStatus::Failed);
+    Ok(())
+}

@@ -188,10 +188,13 @@ impl HeldJob {
     /// Sends whatever is due: logs and heartbeats while running; once done, the result with
     /// the last lines in it (coderd records both in one transaction), preceded by updates when
     /// the backlog is bigger than one frame. A full channel leaves the rest for the next call.
+    /// `ready`: the result also says the daemon is idle after it (protocol 1.2), so coderd
+    /// sends the next job with its confirmation.
     pub(super) fn sync(
         &mut self,
         outgoing: &mpsc::Sender<DaemonMessage>,
         now: Instant,
+        ready: bool,
     ) -> Result<(), Closed> {
         match &mut self.phase {
             Phase::Running { .. } => {
@@ -224,12 +227,31 @@ impl HeldJob {
                 {
                     logs.extend(self.logs.take());
                 }
+                if let DaemonMessage::Complete { ready: r, .. }
+                | DaemonMessage::Fail { ready: r, .. } = message
+                {
+                    *r = ready;
+                }
                 permit.send(message.clone());
                 *sent = true;
             }
             Phase::Done { .. } => {}
         }
         Ok(())
+    }
+
+    /// Whether the result last sent said the daemon is idle after it: coderd's confirmation
+    /// is then followed by the next job (or by nothing until one is posted), without `Ready`.
+    pub(super) fn offered_ready(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Done {
+                message: DaemonMessage::Complete { ready: true, .. }
+                    | DaemonMessage::Fail { ready: true, .. },
+                sent: true,
+                ..
+            }
+        )
     }
 
     /// A new connection: coderd must hear about the job at once, and a result it may not have
@@ -311,6 +333,7 @@ pub(super) fn result_message(
                 job_id,
                 result: Box::new(result),
                 logs: Vec::new(),
+                ready: false,
             };
         }
         Err(failure) => failure,
@@ -333,6 +356,7 @@ pub(super) fn result_message(
         job_id,
         failure,
         logs: Vec::new(),
+        ready: false,
     }
 }
 
@@ -456,15 +480,15 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(8);
         let mut job = HeldJob::handed_back(Uuid::nil(), Instant::now());
         job.logs.log(LogLevel::Info, "s", "last words");
-        job.sync(&tx, Instant::now()).expect("open");
+        job.sync(&tx, Instant::now(), false).expect("open");
         assert_eq!(result_logs(rx.recv().await), ["last words"]);
-        job.sync(&tx, Instant::now()).expect("open");
+        job.sync(&tx, Instant::now(), false).expect("open");
         assert!(
             rx.try_recv().is_err(),
             "the result goes once per connection"
         );
         job.reconnected();
-        job.sync(&tx, Instant::now()).expect("open");
+        job.sync(&tx, Instant::now(), false).expect("open");
         assert_eq!(
             result_logs(rx.recv().await),
             ["last words"],
@@ -472,7 +496,7 @@ mod tests {
         );
         drop(rx);
         job.reconnected();
-        assert!(job.sync(&tx, Instant::now()).is_err());
+        assert!(job.sync(&tx, Instant::now(), false).is_err());
     }
 
     #[tokio::test]
@@ -483,7 +507,7 @@ mod tests {
         for _ in 0..24 {
             job.logs.log(LogLevel::Info, "s", line.clone());
         }
-        job.sync(&tx, Instant::now()).expect("open");
+        job.sync(&tx, Instant::now(), false).expect("open");
         let mut lines = 0;
         loop {
             match rx.recv().await {
@@ -506,13 +530,13 @@ mod tests {
         tx.try_send(DaemonMessage::Ready).expect("room");
         let mut job = HeldJob::handed_back(Uuid::nil(), Instant::now());
         job.logs.log(LogLevel::Info, "s", "kept");
-        job.sync(&tx, Instant::now()).expect("open");
+        job.sync(&tx, Instant::now(), false).expect("open");
         assert!(matches!(rx.recv().await, Some(DaemonMessage::Ready)));
         assert!(
             rx.try_recv().is_err(),
             "nothing fit while the channel was full"
         );
-        job.sync(&tx, Instant::now()).expect("open");
+        job.sync(&tx, Instant::now(), false).expect("open");
         assert_eq!(result_logs(rx.recv().await), ["kept"]);
     }
 }

@@ -98,6 +98,8 @@ enum Link<'c> {
         conn: Connection,
         ready_sent: bool,
         since: Instant,
+        /// coderd speaks 1.2 or later: a result may double as `Ready`.
+        ready_with_result: bool,
     },
     /// Only while switching between the others.
     Switching,
@@ -233,7 +235,13 @@ impl<'c, C: Connector> Daemon<'c, C> {
             ServerMessage::Finished { job_id } => match &self.job {
                 Some(job) if job.id == job_id && !job.is_running() => {
                     tracing::info!(%job_id, "coderd stored the job's result");
+                    // A result that said `ready` was this daemon's Ready: coderd sends the
+                    // next job as soon as there is one.
+                    let offered = job.offered_ready();
                     self.job = None;
+                    if offered && let Link::Open { ready_sent, .. } = &mut self.link {
+                        *ready_sent = true;
+                    }
                 }
                 Some(job) if job.id == job_id => {
                     self.abandon("coderd finished the job while it was still running");
@@ -275,6 +283,7 @@ impl<'c, C: Connector> Daemon<'c, C> {
             conn,
             ready_sent: false,
             since: now,
+            ready_with_result: minor(&protocol_version) >= 2,
         };
         if let Some(job) = &mut self.job {
             job.reconnected();
@@ -302,6 +311,7 @@ impl<'c, C: Connector> Daemon<'c, C> {
                         job_id,
                         failure,
                         logs: vec![],
+                        ready: false,
                     },
                 );
                 return;
@@ -427,13 +437,18 @@ impl<'c, C: Connector> Daemon<'c, C> {
     fn sync(&mut self) {
         let now = Instant::now();
         let Link::Open {
-            conn, ready_sent, ..
+            conn,
+            ready_sent,
+            ready_with_result,
+            ..
         } = &mut self.link
         else {
             return;
         };
+        // A stopping daemon takes no next job, so its result must not ask for one.
+        let ready = *ready_with_result && self.stopping_since.is_none();
         let result = match &mut self.job {
-            Some(job) => job.sync(&conn.outgoing, now),
+            Some(job) => job.sync(&conn.outgoing, now, ready),
             None if !*ready_sent && self.stopping_since.is_none() => {
                 send(&conn.outgoing, DaemonMessage::Ready).map(|sent| *ready_sent = sent)
             }
@@ -525,6 +540,15 @@ fn major(version: &str) -> &str {
     version.split('.').next().unwrap_or_default().trim()
 }
 
+/// The minor version (0 when absent or unreadable).
+fn minor(version: &str) -> u32 {
+    version
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn humanize(duration: Duration) -> String {
     if duration.subsec_millis() == 0 {
         format!("{}s", duration.as_secs())
@@ -543,6 +567,12 @@ mod tests {
         assert_eq!(major("1.7"), major(PROTOCOL_VERSION));
         assert_ne!(major("2.0"), major(PROTOCOL_VERSION));
         assert_eq!(major(""), "");
+        assert_eq!(minor("1.2"), 2);
+        assert_eq!(minor("1"), 0);
+        assert!(
+            minor(PROTOCOL_VERSION) >= 2,
+            "this daemon sends `ready` with results"
+        );
     }
 
     #[test]

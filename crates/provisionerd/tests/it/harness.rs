@@ -191,6 +191,16 @@ impl Peer {
         }
     }
 
+    /// After `Finished` for a result that said `ready` (protocol 1.2): the daemon waits for its
+    /// next job without sending `Ready` (or anything else).
+    pub async fn expect_idle(&mut self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.silent_for(Duration::from_millis(300)).await?,
+            "the daemon said something while idle"
+        );
+        Ok(())
+    }
+
     pub async fn expect_ready(&mut self) -> anyhow::Result<()> {
         match self.recv().await? {
             DaemonMessage::Ready => Ok(()),
@@ -212,6 +222,7 @@ impl Peer {
                     job_id: id,
                     result,
                     logs: last,
+                    ready,
                 } if id == job_id => {
                     logs.extend(last.iter().cloned());
                     return Ok((
@@ -220,6 +231,7 @@ impl Peer {
                             job_id,
                             result,
                             logs: last,
+                            ready,
                         },
                     ));
                 }
@@ -227,6 +239,7 @@ impl Peer {
                     job_id: id,
                     failure,
                     logs: last,
+                    ready,
                 } if id == job_id => {
                     logs.extend(last.iter().cloned());
                     return Ok((
@@ -235,6 +248,7 @@ impl Peer {
                             job_id,
                             failure,
                             logs: last,
+                            ready,
                         },
                     ));
                 }

@@ -48,9 +48,10 @@ async fn runs_a_job_and_holds_the_result_until_confirmed() -> anyhow::Result<()>
     peer.send(job_message(&job)).await?;
     let (logs, result) = peer.result(job.job_id).await?;
 
-    let DaemonMessage::Complete { result, .. } = result else {
+    let DaemonMessage::Complete { result, ready, .. } = result else {
         bail!("expected completion, got {result:?}");
     };
+    assert!(ready, "the result doubles as Ready (1.2)");
     let JobResult::WorkspaceBuild {
         state, resources, ..
     } = *result
@@ -80,10 +81,18 @@ async fn runs_a_job_and_holds_the_result_until_confirmed() -> anyhow::Result<()>
     );
     peer.send(ServerMessage::Finished { job_id: job.job_id })
         .await?;
-    peer.expect_ready().await?;
+    peer.expect_idle().await?;
     assert!(
         harness.work_root_is_empty().await?,
         "the work directory is removed"
+    );
+    // Idle without having said Ready: the next job goes straight in.
+    let next = build_job(&EchoTemplate::default(), Transition::Stop, b"");
+    peer.send(job_message(&next)).await?;
+    let (_, result) = peer.result(next.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Complete { .. }),
+        "{result:?}"
     );
 
     harness.shutdown.cancel();
@@ -146,7 +155,7 @@ async fn cancel_fails_the_job_as_canceled_with_its_state() -> anyhow::Result<()>
 
     peer.send(ServerMessage::Finished { job_id: job.job_id })
         .await?;
-    peer.expect_ready().await?;
+    peer.expect_idle().await?;
     assert!(harness.work_root_is_empty().await?);
     Ok(())
 }
@@ -185,7 +194,7 @@ async fn keeps_running_through_a_lost_connection_and_resends_the_result() -> any
     peer.expect_resent(job.job_id).await?;
     peer.send(ServerMessage::Finished { job_id: job.job_id })
         .await?;
-    peer.expect_ready().await?;
+    peer.expect_idle().await?;
     Ok(())
 }
 
@@ -237,7 +246,7 @@ async fn unknown_provisioners_and_bad_archives_fail_the_job() -> anyhow::Result<
     );
     peer.send(ServerMessage::Finished { job_id: job.job_id })
         .await?;
-    peer.expect_ready().await?;
+    peer.expect_idle().await?;
 
     let mut job = build_job(&EchoTemplate::default(), Transition::Start, b"");
     job.template_source_archive = vec![1; 700].into();
@@ -324,5 +333,52 @@ async fn a_connection_without_welcome_is_replaced() -> anyhow::Result<()> {
         "the daemon hangs up on a peer that did not welcome it"
     );
     harness.ready_peer().await?;
+    Ok(())
+}
+
+/// The `ready` flag of a result (`None` for anything else).
+fn result_ready(message: &DaemonMessage) -> Option<bool> {
+    match message {
+        DaemonMessage::Complete { ready, .. } | DaemonMessage::Fail { ready, .. } => Some(*ready),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_1_1_coderd_hears_ready_after_the_confirmation() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.accept().await?;
+    peer.welcome_with("1.1").await?;
+    peer.expect_ready().await?;
+    let job = build_job(&EchoTemplate::default(), Transition::Start, b"");
+    peer.send(job_message(&job)).await?;
+    let (_, result) = peer.result(job.job_id).await?;
+    assert_eq!(
+        result_ready(&result),
+        Some(false),
+        "a 1.1 coderd would ignore the flag and never send the next job"
+    );
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    peer.expect_ready().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopping_daemon_does_not_offer_itself_with_its_result() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    let template = start_stage(BuildStage {
+        delay_ms: 300,
+        ..BuildStage::default()
+    });
+    let job = build_job(&template, Transition::Start, b"");
+    peer.send(job_message(&job)).await?;
+    harness.shutdown.cancel();
+    let (_, result) = peer.result(job.job_id).await?;
+    assert_eq!(result_ready(&result), Some(false), "{result:?}");
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(harness.stopped().await?.is_ok());
     Ok(())
 }

@@ -255,9 +255,21 @@ async fn runs_a_job_over_a_websocket() -> anyhow::Result<()> {
         matches!(result, DaemonMessage::Complete { job_id, .. } if job_id == job.job_id),
         "{result:?}"
     );
+    assert!(
+        matches!(result, DaemonMessage::Complete { ready: true, .. }),
+        "the result doubles as Ready: {result:?}"
+    );
     peer.send(&ServerMessage::Finished { job_id: job.job_id })
         .await?;
-    assert_eq!(peer.recv().await?, DaemonMessage::Ready);
+    // No Ready: the next job goes straight in.
+    let next = build_job(&EchoTemplate::default(), Transition::Stop, b"");
+    peer.send(&ServerMessage::Job(Box::new(next.clone())))
+        .await?;
+    let result = peer.result(next.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Complete { job_id, .. } if job_id == next.job_id),
+        "{result:?}"
+    );
 
     daemon.shut_down().await
 }
@@ -362,7 +374,14 @@ async fn a_closed_socket_leads_to_resending_the_result() -> anyhow::Result<()> {
     assert_eq!(peer.recv().await?, first, "the same result again");
     peer.send(&ServerMessage::Finished { job_id: job.job_id })
         .await?;
-    assert_eq!(peer.recv().await?, DaemonMessage::Ready);
+    let next = build_job(&EchoTemplate::default(), Transition::Stop, b"");
+    peer.send(&ServerMessage::Job(Box::new(next.clone())))
+        .await?;
+    let result = peer.result(next.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Complete { job_id, .. } if job_id == next.job_id),
+        "the daemon is idle after the confirmation: {result:?}"
+    );
     daemon.shut_down().await
 }
 
