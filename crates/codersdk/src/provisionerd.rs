@@ -18,6 +18,11 @@
 //!    claims the next job in the transaction that records the result and sends it right after
 //!    `Finished`, so the daemon sends no `Ready` and waits no second round trip. When coderd
 //!    answers `JobGone` instead, the daemon says `Ready` as before.
+//! 6. (1.3) A stopping daemon that said it was idle (by `Ready` or a `ready` result) withdraws
+//!    that with [`DaemonMessage::Stopping`] and exits only once coderd answers
+//!    [`ServerMessage::Stopped`]. coderd may have claimed a job for it already — committed, so
+//!    the job reads `running` — that is still on its way; it arrives before `Stopped`, and the
+//!    daemon hands it back. Without this, such a job stayed with a daemon that had exited.
 //!
 //! Adding optional fields is backward compatible; anything else bumps [`PROTOCOL_VERSION`].
 
@@ -32,7 +37,7 @@ use uuid::Uuid;
 use crate::proto::{ExternalAuthProviderResource, Resource, RichParameter, TemplateFeatures};
 
 /// Major.minor; a daemon and coderd with different majors refuse each other.
-pub const PROTOCOL_VERSION: &str = "1.2";
+pub const PROTOCOL_VERSION: &str = "1.3";
 /// A running job's update (logs or not) is sent at least this often; it is the job's heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// Logs are flushed at least this often while a job runs.
@@ -95,6 +100,9 @@ pub enum DaemonMessage {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         logs: Vec<JobLog>,
     },
+    /// (1.3) The daemon is stopping: it takes back its `Ready` and wants no job. coderd answers
+    /// [`ServerMessage::Stopped`] after any job it sent before.
+    Stopping,
 }
 
 /// Messages from coderd to a daemon.
@@ -121,6 +129,8 @@ pub enum ServerMessage {
         job_id: Uuid,
         reason: String,
     },
+    /// (1.3) The answer to [`DaemonMessage::Stopping`]: no job follows it on this connection.
+    Stopped,
 }
 
 /// A job handed to a daemon: everything needed to run it without asking coderd anything else.
@@ -583,6 +593,11 @@ mod tests {
             serde_json::from_str::<DaemonMessage>(&json).expect("parse"),
             fail
         );
+
+        let stopping = serde_json::to_string(&DaemonMessage::Stopping).expect("serialize");
+        assert_eq!(stopping, r#"{"type":"stopping"}"#);
+        let stopped = serde_json::to_string(&ServerMessage::Stopped).expect("serialize");
+        assert_eq!(stopped, r#"{"type":"stopped"}"#);
     }
 
     #[test]

@@ -44,6 +44,8 @@ struct Session {
     outgoing: mpsc::Sender<ServerMessage>,
     held: Option<Held>,
     waiting: Option<oneshot::Receiver<Wake>>,
+    /// The daemon said `Stopping`: it takes no more jobs on this connection.
+    stopping: bool,
 }
 
 /// Serves one daemon until it disconnects or coderd shuts down.
@@ -65,6 +67,7 @@ pub async fn run(
             capability,
             held: None,
             waiting: None,
+            stopping: false,
         };
         session.serve(io.incoming, shutdown).await;
         state.dispatcher.forget(session.daemon.id);
@@ -269,6 +272,17 @@ impl Session {
                 self.finish_and_next(job_id, outcome, next).await
             }
             DaemonMessage::Release { job_id, logs } => self.requeue(job_id, &logs).await,
+            DaemonMessage::Stopping => {
+                // Messages are handled one at a time, so a job claimed for this daemon has been
+                // sent already: `Stopped` reaches the daemon after it, and the daemon hands it
+                // back.
+                self.stopping = true;
+                match self.waiting.take() {
+                    Some(waiter) => self.unwait(waiter),
+                    None => self.state.dispatcher.forget(self.daemon.id),
+                }
+                self.send(ServerMessage::Stopped).await
+            }
         }
     }
 
@@ -281,10 +295,22 @@ impl Session {
             .release_job(job_id, self.daemon.id, logs)
             .await
         {
-            Ok(ReleaseOutcome::Requeued) => {
+            Ok(ReleaseOutcome::Requeued {
+                org,
+                provisioner,
+                tags_key,
+            }) => {
                 tracing::info!(job = %job_id, daemon = %self.daemon.name, "the daemon handed the job back; it is queued again");
                 metrics::counter!("coderd_provisioner_jobs_handed_back_total").increment(1);
                 self.release(job_id);
+                // Its NOTIFY repeats a posting this process announced already, which the
+                // dispatcher drops as a repeat: an idle daemon here would wait for its poll.
+                self.state.dispatcher.post(Posting {
+                    org,
+                    job: job_id,
+                    provisioner,
+                    tags_key,
+                });
                 self.send(ServerMessage::Finished { job_id }).await
             }
             Ok(ReleaseOutcome::Canceled) => {
@@ -328,7 +354,7 @@ impl Session {
     /// transaction that claims its next job runs, so that a posting committed meanwhile is
     /// not missed (as [`Self::acquire`] does).
     fn next_claim(&self, ready: bool) -> Option<oneshot::Receiver<Wake>> {
-        (ready && self.waiting.is_none())
+        (ready && !self.stopping && self.waiting.is_none())
             .then(|| self.state.dispatcher.wait(self.daemon.id, &self.capability))
     }
 
@@ -461,7 +487,10 @@ impl Session {
     /// Tries to claim a job; registers as waiting first, so a posting between an empty result
     /// and the registration cannot be missed.
     async fn acquire(&mut self, mut posting: Option<Posting>) -> bool {
-        if self.held.is_some() {
+        if self.held.is_some() || self.stopping {
+            if let Some(p) = posting {
+                self.state.dispatcher.post(p);
+            }
             return true;
         }
         loop {

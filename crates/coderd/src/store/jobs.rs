@@ -78,10 +78,14 @@ pub enum UpdateOutcome {
 }
 
 /// What became of a job its daemon handed back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReleaseOutcome {
-    /// Pending again, at its old place in the queue.
-    Requeued,
+    /// Pending again, at its old place in the queue; what a posting of it names.
+    Requeued {
+        org: Uuid,
+        provisioner: String,
+        tags_key: String,
+    },
     /// Cancelled meanwhile: the caller ends it as cancelled instead.
     Canceled,
     /// Not this daemon's (any more).
@@ -232,7 +236,9 @@ impl Store {
 
     /// Puts a job that `worker` holds back in the queue, untouched by the attempt but for its
     /// log lines: the daemon stopped before the job changed anything. It keeps its creation
-    /// time, so it is the next job for a matching daemon, which the notification wakes.
+    /// time, so it is the next job for a matching daemon. The notification wakes daemons of
+    /// processes that never saw the job; one that did (every process that heard its first
+    /// posting) drops it as a repeat, so the caller dispatches it here too.
     pub async fn release_job(
         &self,
         job: Uuid,
@@ -281,7 +287,11 @@ impl Store {
             notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
             notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             tx.commit().await?;
-            Ok(ReleaseOutcome::Requeued)
+            Ok(ReleaseOutcome::Requeued {
+                org: row.organization_id,
+                provisioner: row.provisioner,
+                tags_key: row.tags_key,
+            })
         })
         .await
     }

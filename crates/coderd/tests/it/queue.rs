@@ -521,17 +521,30 @@ async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Re
         ..Default::default()
     };
     let version = app.echo_version(&owner, "default", &slow, &[]).await?;
-    eventually(Duration::from_secs(10), "the import running", || async {
-        Ok(owner.template_version(version.id).await?.job.status == ProvisionerJobStatus::Running)
+    // `running` in the database means claimed, not yet received: the daemon's first log lines
+    // say it runs the job. (A job still on its way when the daemon stops is handed back too,
+    // without these lines: see `a_stopping_idle_daemon_hands_back_the_job_on_its_way`.)
+    eventually(
+        Duration::from_secs(10),
+        "the daemon running the import",
+        || async { Ok(!owner.template_version_logs(version.id).await?.is_empty()) },
+    )
+    .await?;
+
+    // Another daemon waits idle already: the hand-back wakes it (not its safety poll, 10 s).
+    let _next = app.daemon(DaemonSpec::new("next", session(&owner)))?;
+    eventually(Duration::from_secs(10), "the other daemon idle", || async {
+        Ok(app.state.dispatcher.idle_count() == 1)
     })
     .await?;
 
     assert!(leaving.stop().await?.is_ok(), "the daemon exits cleanly");
-    let job = owner.template_version(version.id).await?.job;
-    assert_eq!(job.status, ProvisionerJobStatus::Pending, "{}", job.error);
-    assert_eq!(job.worker_id, None);
-
-    let _next = app.daemon(DaemonSpec::new("next", session(&owner)))?;
+    eventually(
+        Duration::from_secs(5),
+        "the other daemon taking the job",
+        || async { Ok(owner.template_version(version.id).await?.job.worker_name == "next") },
+    )
+    .await?;
     let job = wait_job(|| async { Ok(owner.template_version(version.id).await?.job) }).await?;
     assert_eq!(job.status, ProvisionerJobStatus::Succeeded, "{}", job.error);
     assert_eq!(job.worker_name, "next");
@@ -541,6 +554,85 @@ async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Re
             .any(|l| l.output.contains("handing the job back to the queue")),
         "the attempt's lines stay in the job's log"
     );
+    Ok(())
+}
+
+/// An idle daemon that stops just as coderd claims a job for it: the job reads `running` (its
+/// claim is committed) while the `Job` message is still on its way. The daemon's `Stopping`
+/// (protocol 1.3) is answered only after that job, so the daemon gets it and hands it back, and
+/// no job follows `Stopped`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopping_idle_daemon_hands_back_the_job_on_its_way() -> anyhow::Result<()> {
+    use codersdk::provisionerd::{DaemonMessage, PROTOCOL_VERSION, ServeParams, ServerMessage};
+    use provisionerd::{Connector, WebSocketConnector};
+
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let connector = WebSocketConnector::new(app.url.clone(), "default", session(&owner))?;
+    let params = ServeParams {
+        name: "raw".into(),
+        provisioners: "echo".into(),
+        tags: "{}".into(),
+        version: "test".into(),
+        protocol_version: PROTOCOL_VERSION.into(),
+    };
+    let provisionerd::Connection {
+        outgoing,
+        mut incoming,
+    } = connector.connect(&params).await?;
+    async fn recv(
+        incoming: &mut tokio::sync::mpsc::Receiver<ServerMessage>,
+    ) -> anyhow::Result<ServerMessage> {
+        tokio::time::timeout(Duration::from_secs(10), incoming.recv())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("coderd hung up"))
+    }
+    let welcome = recv(&mut incoming).await?;
+    assert!(
+        matches!(welcome, ServerMessage::Welcome { .. }),
+        "{welcome:?}"
+    );
+    outgoing.send(DaemonMessage::Ready).await?;
+
+    let version = app
+        .echo_version(&owner, "default", &EchoTemplate::default(), &[])
+        .await?;
+    eventually(Duration::from_secs(10), "the import claimed", || async {
+        Ok(owner.template_version(version.id).await?.job.status == ProvisionerJobStatus::Running)
+    })
+    .await?;
+    // The daemon stops without having read the job.
+    outgoing.send(DaemonMessage::Stopping).await?;
+    let job_id = match recv(&mut incoming).await? {
+        ServerMessage::Job(job) => job.job_id,
+        other => anyhow::bail!("expected the claimed job before Stopped, got {other:?}"),
+    };
+    assert_eq!(job_id, version.job.id);
+    assert_eq!(recv(&mut incoming).await?, ServerMessage::Stopped);
+    outgoing
+        .send(DaemonMessage::Release {
+            job_id,
+            logs: vec![],
+        })
+        .await?;
+    assert_eq!(
+        recv(&mut incoming).await?,
+        ServerMessage::Finished { job_id }
+    );
+    let job = owner.template_version(version.id).await?.job;
+    assert_eq!(job.status, ProvisionerJobStatus::Pending, "{}", job.error);
+    assert_eq!(job.worker_id, None);
+
+    // Still connected, the daemon is offered nothing after `Stopped`, not even its own hand-back.
+    let other = app
+        .echo_version(&owner, "default", &EchoTemplate::default(), &[])
+        .await?;
+    tokio::time::sleep(NOT_TAKEN_FOR).await;
+    assert!(incoming.try_recv().is_err(), "no job after Stopped");
+    for v in [version.id, other.id] {
+        let job = owner.template_version(v).await?.job;
+        assert_eq!(job.status, ProvisionerJobStatus::Pending);
+    }
     Ok(())
 }
 

@@ -100,9 +100,24 @@ enum Link<'c> {
         since: Instant,
         /// coderd speaks 1.2 or later: a result may double as `Ready`.
         ready_with_result: bool,
+        /// coderd speaks 1.3 or later: a stopping daemon withdraws its `Ready` with `Stopping`.
+        says_stopping: bool,
+        farewell: Farewell,
     },
     /// Only while switching between the others.
     Switching,
+}
+
+/// A stopping daemon's withdrawal of its `Ready` (protocol 1.3). coderd may have claimed a job
+/// for an idle daemon that is still on its way; exiting before it arrives would leave the job
+/// `running` with nobody running it, so the daemon asks and waits for the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Farewell {
+    Unsaid,
+    /// `Stopping` sent at this instant; coderd's `Stopped` not yet received.
+    Said(Instant),
+    /// coderd answered (or did not in time): no job follows.
+    Settled,
 }
 
 enum Event {
@@ -254,6 +269,12 @@ impl<'c, C: Connector> Daemon<'c, C> {
                 }
                 _ => tracing::debug!(%job_id, "ignoring the loss of a job not held here"),
             },
+            ServerMessage::Stopped => {
+                if let Link::Open { farewell, .. } = &mut self.link {
+                    tracing::info!("coderd confirmed that no job is on its way");
+                    *farewell = Farewell::Settled;
+                }
+            }
         }
         Ok(())
     }
@@ -284,6 +305,8 @@ impl<'c, C: Connector> Daemon<'c, C> {
             ready_sent: false,
             since: now,
             ready_with_result: minor(&protocol_version) >= 2,
+            says_stopping: minor(&protocol_version) >= 3,
+            farewell: Farewell::Unsaid,
         };
         if let Some(job) = &mut self.job {
             job.reconnected();
@@ -368,6 +391,14 @@ impl<'c, C: Connector> Daemon<'c, C> {
             tracing::warn!("coderd did not welcome the daemon in time; reconnecting");
             self.reconnect();
         }
+        if self.farewell_end().is_some_and(|end| now >= end)
+            && let Link::Open { farewell, .. } = &mut self.link
+        {
+            tracing::warn!(
+                "coderd did not confirm the shutdown in time; a job it sent meanwhile fails once it notices the daemon is gone"
+            );
+            *farewell = Farewell::Settled;
+        }
         let grace_end = self.grace_end();
         let ack_end = self.ack_end();
         let Some(job) = &mut self.job else {
@@ -411,6 +442,36 @@ impl<'c, C: Connector> Daemon<'c, C> {
         }
     }
 
+    /// When a stopping daemon stops waiting for coderd to answer its `Stopping`.
+    fn farewell_end(&self) -> Option<Instant> {
+        match &self.link {
+            Link::Open {
+                farewell: Farewell::Said(since),
+                ..
+            } => Some(*since + FINISH_WAIT),
+            _ => None,
+        }
+    }
+
+    /// Whether this daemon, stopping and idle, must still tell coderd (or hear back) that it
+    /// takes no job: it said it was idle, so a job may be on its way.
+    fn farewell_pending(&self) -> bool {
+        let Link::Open {
+            ready_sent,
+            says_stopping: true,
+            farewell,
+            ..
+        } = &self.link
+        else {
+            return false;
+        };
+        match farewell {
+            Farewell::Unsaid => *ready_sent,
+            Farewell::Said(_) => true,
+            Farewell::Settled => false,
+        }
+    }
+
     fn next_deadline(&self) -> Option<Instant> {
         let now = Instant::now();
         let retry = now + LOG_FLUSH_INTERVAL;
@@ -422,15 +483,25 @@ impl<'c, C: Connector> Daemon<'c, C> {
                     Phase::Done { sent: false, .. } => Some(retry),
                     Phase::Done { .. } => None,
                 },
-                None => (!ready_sent && self.stopping_since.is_none()).then_some(retry),
+                None => match self.stopping_since {
+                    None => (!ready_sent).then_some(retry),
+                    // Retried when the channel was full.
+                    Some(_) => self.farewell_pending().then_some(retry),
+                },
             },
             Link::Connecting(_) | Link::Switching => None,
         };
         let abort = self.job.as_ref().and_then(HeldJob::abort_at);
-        [link, abort, self.grace_end(), self.ack_end()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            link,
+            abort,
+            self.grace_end(),
+            self.ack_end(),
+            self.farewell_end(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Sends whatever is due on an open connection.
@@ -440,6 +511,8 @@ impl<'c, C: Connector> Daemon<'c, C> {
             conn,
             ready_sent,
             ready_with_result,
+            says_stopping,
+            farewell,
             ..
         } = &mut self.link
         else {
@@ -452,6 +525,17 @@ impl<'c, C: Connector> Daemon<'c, C> {
             None if !*ready_sent && self.stopping_since.is_none() => {
                 send(&conn.outgoing, DaemonMessage::Ready).map(|sent| *ready_sent = sent)
             }
+            None if self.stopping_since.is_some()
+                && *says_stopping
+                && *ready_sent
+                && *farewell == Farewell::Unsaid =>
+            {
+                send(&conn.outgoing, DaemonMessage::Stopping).map(|sent| {
+                    if sent {
+                        *farewell = Farewell::Said(now);
+                    }
+                })
+            }
             None => Ok(()),
         };
         if result.is_err() {
@@ -461,9 +545,11 @@ impl<'c, C: Connector> Daemon<'c, C> {
     }
 
     /// Whether a stopping daemon has nothing left to do. A job coderd sent before it learnt
-    /// of the shutdown must not vanish, so one already received is failed first.
+    /// of the shutdown must not vanish: with a 1.3 coderd the daemon waits for `Stopped`, after
+    /// which no job comes, handing back any job that arrives first; with an older one, a job
+    /// already received is handed back.
     fn done(&mut self) -> bool {
-        if self.stopping_since.is_none() || self.job.is_some() {
+        if self.stopping_since.is_none() || self.job.is_some() || self.farewell_pending() {
             return false;
         }
         let mut refused = None;

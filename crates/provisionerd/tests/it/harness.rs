@@ -191,6 +191,15 @@ impl Peer {
         }
     }
 
+    /// Whether the daemon hangs up (within `WAIT`) without saying anything first.
+    pub async fn hangs_up_silently(&mut self) -> anyhow::Result<bool> {
+        match tokio::time::timeout(WAIT, self.side.incoming.recv()).await {
+            Err(_) => Ok(false),
+            Ok(None) => Ok(true),
+            Ok(Some(message)) => bail!("expected a hang-up, got {message:?}"),
+        }
+    }
+
     /// After `Finished` for a result that said `ready` (protocol 1.2): the daemon waits for its
     /// next job without sending `Ready` (or anything else).
     pub async fn expect_idle(&mut self) -> anyhow::Result<()> {

@@ -368,14 +368,25 @@ async fn a_1_1_coderd_hears_ready_after_the_confirmation() -> anyhow::Result<()>
 async fn a_stopping_daemon_does_not_offer_itself_with_its_result() -> anyhow::Result<()> {
     let mut harness = Harness::start(|_| {})?;
     let mut peer = harness.ready_peer().await?;
+    // Long enough to be running still when the shutdown arrives, well within the grace.
     let template = start_stage(BuildStage {
-        delay_ms: 300,
+        logs: vec![EchoLog::info("applying")],
+        delay_ms: 3_000,
         ..BuildStage::default()
     });
     let job = build_job(&template, Transition::Start, b"");
     peer.send(job_message(&job)).await?;
+    // Stopped before the daemon has the job, it would hand it back instead of running it.
+    let mut early = Vec::new();
+    while !outputs(&early).contains(&"applying") {
+        early.extend(peer.update(job.job_id).await?);
+    }
     harness.shutdown.cancel();
     let (_, result) = peer.result(job.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Complete { .. }),
+        "{result:?}"
+    );
     assert_eq!(result_ready(&result), Some(false), "{result:?}");
     peer.send(ServerMessage::Finished { job_id: job.job_id })
         .await?;

@@ -8,11 +8,60 @@ use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use crate::harness::{Harness, build_job, failure, hanging, job_message, outputs, start_stage};
 
 #[tokio::test]
-async fn an_idle_daemon_stops_at_once() -> anyhow::Result<()> {
+async fn an_idle_daemon_stops_once_coderd_confirms_no_job_is_coming() -> anyhow::Result<()> {
     let mut harness = Harness::start(|_| {})?;
     let mut peer = harness.ready_peer().await?;
     harness.shutdown.cancel();
-    assert!(peer.hung_up().await?);
+    assert_eq!(peer.recv().await?, DaemonMessage::Stopping);
+    peer.send(ServerMessage::Stopped).await?;
+    assert!(peer.hangs_up_silently().await?);
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+/// coderd claimed a job for the idle daemon just before it stopped: the job comes before
+/// `Stopped`, and the daemon hands it back rather than leaving it claimed by nobody.
+#[tokio::test]
+async fn a_job_on_its_way_to_a_stopping_daemon_is_handed_back() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    harness.shutdown.cancel();
+    assert_eq!(peer.recv().await?, DaemonMessage::Stopping);
+    let job = build_job(&EchoTemplate::default(), Transition::Start, b"");
+    peer.send(job_message(&job)).await?;
+    peer.send(ServerMessage::Stopped).await?;
+    let (_, result) = peer.result(job.job_id).await?;
+    assert!(
+        matches!(result, DaemonMessage::Release { .. }),
+        "{result:?}"
+    );
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    assert!(peer.hangs_up_silently().await?);
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+/// A 1.2 coderd does not know `Stopping`: the idle daemon stops at once, as before.
+#[tokio::test]
+async fn an_idle_daemon_of_a_1_2_coderd_stops_at_once() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.accept().await?;
+    peer.welcome_with("1.2").await?;
+    peer.expect_ready().await?;
+    harness.shutdown.cancel();
+    assert!(peer.hangs_up_silently().await?);
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_wait_for_stopped_is_bounded() -> anyhow::Result<()> {
+    let mut harness = Harness::start(|_| {})?;
+    let mut peer = harness.ready_peer().await?;
+    harness.shutdown.cancel();
+    assert_eq!(peer.recv().await?, DaemonMessage::Stopping);
+    // coderd never answers.
     assert!(harness.stopped().await?.is_ok());
     Ok(())
 }
@@ -93,7 +142,9 @@ async fn stop_now_alone_stops_an_idle_daemon() -> anyhow::Result<()> {
     let mut harness = Harness::start(|_| {})?;
     let mut peer = harness.ready_peer().await?;
     harness.now.cancel();
-    assert!(peer.hung_up().await?);
+    assert_eq!(peer.recv().await?, DaemonMessage::Stopping);
+    peer.send(ServerMessage::Stopped).await?;
+    assert!(peer.hangs_up_silently().await?);
     assert!(harness.stopped().await?.is_ok());
     Ok(())
 }
