@@ -491,7 +491,9 @@ pub struct Claimant<'a> {
 /// The acquire statement: for each (provisioner, tag key) the daemon accepts, the oldest
 /// pending job of that key through the partial pending index (locked rows skipped), and of
 /// those heads the oldest, claimed for `worker`. Runs on the pool or inside a transaction (a
-/// completion's, when the daemon's result said it is idle after it).
+/// completion's, when the daemon's result said it is idle after it). `started_at` is the
+/// claim's own time: inside a completion's transaction `now()` is when that transaction began,
+/// which may be before the claimed job was even created.
 pub(super) async fn claim_job<'e, E: sqlx::PgExecutor<'e>>(
     executor: E,
     claimant: &Claimant<'_>,
@@ -518,7 +520,7 @@ pub(super) async fn claim_job<'e, E: sqlx::PgExecutor<'e>>(
                        LIMIT 1
                    )
                    UPDATE provisioner_jobs
-                   SET started_at = now(), updated_at = now(), worker_id = $4
+                   SET started_at = clock_timestamp(), updated_at = clock_timestamp(), worker_id = $4
                    WHERE id = (SELECT id FROM candidate)
                    RETURNING *"#,
         claimant.org,
