@@ -24,6 +24,7 @@ mod user_links;
 mod user_secrets;
 mod users;
 mod version_facts;
+mod workspace_search;
 mod workspaces;
 
 use std::future::Future;
