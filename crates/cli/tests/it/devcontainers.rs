@@ -141,6 +141,14 @@ async fn a_dev_container_is_a_sub_agent_of_its_agent_and_nothing_waits_for_it() 
     );
     let ws = d.workspace("dev").await?;
     assert!(ws.health.healthy, "{:?}", ws.health);
+    let shown = d.ok(&["show", "dev"])?;
+    assert!(
+        shown.contains(
+            "dev container agent repo (in main): the dev container's sub-agent cannot start"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("app in-repo (In the container)"), "{shown}");
 
     // The containers listing links the container to its sub-agent.
     let listed: WorkspaceAgentListContainersResponse = d
