@@ -86,7 +86,8 @@ pub fn pick(ws: &Workspace, name: &Name) -> anyhow::Result<WorkspaceAgent> {
             }
             match subagents.into_iter().find(|a| &a.name == wanted) {
                 Some(sub) => bail!(
-                    "agent {wanted:?} of workspace {} is a dev container's agent and cannot be                      reached: {}",
+                    "agent {wanted:?} of workspace {} is a dev container's agent and cannot be \
+                     reached: {}",
                     name.workspace,
                     sub.health.reason
                 ),

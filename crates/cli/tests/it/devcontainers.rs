@@ -179,7 +179,8 @@ async fn a_dev_container_is_a_sub_agent_of_its_agent_and_nothing_waits_for_it() 
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        stderr.contains("dev container's agent") && stderr.contains("container engine"),
+        stderr.contains("is a dev container's agent and cannot be reached: ")
+            && stderr.contains("container engine"),
         "{stderr}"
     );
 
