@@ -5,6 +5,7 @@ mod apps;
 mod cli;
 mod cli_auth;
 mod container;
+mod devcontainers;
 mod external_workspaces;
 mod fuzz;
 mod groups;

@@ -17,6 +17,7 @@ mod presets;
 mod resource_trees;
 mod resources;
 mod site;
+mod subagents;
 mod tasks;
 mod templates;
 mod timings;

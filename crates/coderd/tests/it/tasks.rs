@@ -5,7 +5,9 @@
 
 use chrono::Utc;
 use codersdk::agentsdk::{AgentConnection, LifecycleChange, LifecycleState, Request};
-use codersdk::proto::{Agent, AgentAuth, AiTask, App, Resource, RichParameter, TemplateFeatures};
+use codersdk::proto::{
+    Agent, AgentAuth, AiTask, App, Devcontainer, Resource, RichParameter, TemplateFeatures,
+};
 use codersdk::tasks::{CreateTaskRequest, Task, TaskStatus, TasksFilter};
 use codersdk::workspaces::CreateWorkspaceBuildRequest;
 use codersdk::{Client, ClientError};
@@ -407,5 +409,61 @@ async fn a_task_needs_a_template_with_an_ai_task_and_a_prompt() -> anyhow::Resul
         .await
         .expect_err("not theirs");
     assert_eq!(status(&err), 404);
+    Ok(())
+}
+
+/// A task whose app runs in a dev container: the container's sub-agent never starts here (no
+/// container engine), so the task is in error with the reason instead of initialising for good.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_whose_app_is_in_a_dev_container_fails_clearly() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (alice, _) = app.user(&owner, "alice", &[]).await?;
+    let mut template = task_template(&Uuid::new_v4().to_string());
+    if let Some(agent) = template
+        .start
+        .as_mut()
+        .and_then(|s| s.resources.first_mut())
+        .and_then(|r| r.agents.first_mut())
+    {
+        let apps = std::mem::take(&mut agent.apps);
+        agent.devcontainers = vec![Devcontainer {
+            name: "repo".into(),
+            workspace_folder: "/repo".into(),
+            apps,
+            ..Default::default()
+        }];
+    }
+    let template = app
+        .echo_template(&owner, "contained", &template, &[])
+        .await?;
+    let task = alice
+        .create_task(
+            "me",
+            &CreateTaskRequest {
+                template_version_id: template.active_version_id,
+                input: PROMPT.into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    latest_build_done(&alice, &task).await?;
+    let task = alice.task("me", &task.name).await?;
+    let ws = alice
+        .workspace(task.workspace_id.unwrap_or_default())
+        .await?;
+    let sub = ws.latest_build.resources[0]
+        .agents
+        .iter()
+        .find(|a| a.parent_id.is_some())
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no sub-agent: {:#?}", ws.latest_build.resources))?;
+    assert_eq!(task.workspace_agent_id, Some(sub.id));
+    assert_eq!(task.status, TaskStatus::Error);
+    let reason = task
+        .workspace_agent_health
+        .map(|h| h.reason)
+        .unwrap_or_default();
+    assert!(reason.contains("container engine"), "{reason}");
     Ok(())
 }
