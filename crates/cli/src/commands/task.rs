@@ -8,9 +8,11 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use codersdk::Client;
 use codersdk::tasks::{CreateTaskRequest, Task, TaskSendRequest, TaskStatus, TasksFilter};
+use codersdk::workspaces::CreateWorkspaceBuildRequest;
 use serde::Serialize;
 
 use crate::GlobalArgs;
+use crate::jobs::{self, Watched};
 use crate::orgs::OrgArg;
 use crate::output::{self, Format, OutputArgs, Tabular};
 
@@ -400,35 +402,48 @@ async fn delete(client: &Client, identifiers: &[String], yes: bool) -> anyhow::R
 
 /// How often `send` looks whether a starting task has become active.
 const READY_POLL: Duration = Duration::from_secs(2);
+/// How long a starting task may show `error` before `send` gives up on it (Coder's grace: the
+/// status can flicker through `error` while a healthy task starts).
+const ERROR_GRACE: Duration = Duration::from_secs(5 * 60);
 
-/// Sends `input` to the task, first waiting for a starting task to become active (as Coder's
-/// CLI does). Coder's CLI then also waits for the AI agent to report itself idle; coderd keeps
-/// no app statuses, so here the server's check of the task app's status stands in: a busy
-/// agent is refused with the app's status.
+/// Sends `input` to the task as Coder's CLI does: a paused task is resumed (a start build of
+/// its workspace, whose log is shown) and a starting one waited for until it is active. Coder's
+/// CLI then also waits for the AI agent to report itself idle; coderd keeps no app statuses,
+/// so here the server's check of the task app's own status stands in: a busy agent is refused
+/// with that status.
 async fn send(client: &Client, identifier: &str, input: String) -> anyhow::Result<()> {
     let mut task = client
         .task_by_identifier(identifier)
         .await
         .context("resolve task")?;
     let display = format!("{}/{}", task.owner_name, task.name);
-    if matches!(task.status, TaskStatus::Pending | TaskStatus::Initializing) {
-        eprintln!("Waiting for task {display} to become active...");
-        while matches!(task.status, TaskStatus::Pending | TaskStatus::Initializing) {
-            tokio::time::sleep(READY_POLL).await;
-            task = client.task(&task.owner_name, &task.id.to_string()).await?;
+    match task.status {
+        TaskStatus::Active => {}
+        TaskStatus::Paused => {
+            let workspace = task
+                .workspace_id
+                .with_context(|| format!("resume task {display:?}: it has no workspace"))?;
+            let build = client
+                .create_workspace_build(
+                    workspace,
+                    &CreateWorkspaceBuildRequest {
+                        transition: "start".into(),
+                        reason: "cli".into(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .with_context(|| format!("resume task {display:?}"))?;
+            jobs::watch(client, Watched::WorkspaceBuild(build.id))
+                .await
+                .with_context(|| format!("wait for task {display:?} to be ready"))?;
+            task = wait_active(client, task, &display).await?;
         }
-        if task.status != TaskStatus::Active {
-            bail!(
-                "wait for task {display:?} to be ready: task entered {} state while waiting for it to become active",
-                task.status
-            );
+        TaskStatus::Pending | TaskStatus::Initializing => {
+            eprintln!("Waiting for task {display} to become active...");
+            task = wait_active(client, task, &display).await?;
         }
-    }
-    if task.status != TaskStatus::Active {
-        bail!(
-            "task {display:?} has status {} and cannot be sent input",
-            task.status
-        );
+        status => bail!("task {display:?} has status {status} and cannot be sent input"),
     }
     client
         .task_send(
@@ -438,6 +453,26 @@ async fn send(client: &Client, identifier: &str, input: String) -> anyhow::Resul
         )
         .await
         .with_context(|| format!("send input to task {display:?}"))
+}
+
+/// Polls the task until it is active; `unknown` ends the wait at once, `error` after
+/// [`ERROR_GRACE`].
+async fn wait_active(client: &Client, mut task: Task, display: &str) -> anyhow::Result<Task> {
+    let started = std::time::Instant::now();
+    loop {
+        match task.status {
+            TaskStatus::Active => return Ok(task),
+            TaskStatus::Unknown => bail!(
+                "wait for task {display:?} to be ready: task entered unknown state while waiting for it to become active"
+            ),
+            TaskStatus::Error if started.elapsed() > ERROR_GRACE => bail!(
+                "wait for task {display:?} to be ready: task entered error state while waiting for it to become active"
+            ),
+            _ => {}
+        }
+        tokio::time::sleep(READY_POLL).await;
+        task = client.task(&task.owner_name, &task.id.to_string()).await?;
+    }
 }
 
 async fn logs(client: &Client, args: LogsArgs) -> anyhow::Result<()> {

@@ -4,8 +4,8 @@
 //! coder/agentapi, which no registry these machines reach distributes). Input goes from the
 //! CLI through coderd and the relay into the app and comes back in the logs with the right
 //! type; a busy agent, an unreachable app, a stopped workspace, an empty input and a caller
-//! who may not see the task are refused as Coder refuses them, and no credential of the
-//! caller's reaches the app.
+//! who may not see the task are refused as Coder refuses them, no credential of the caller's
+//! reaches the app, and `coder task send` resumes a paused task before sending.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -342,9 +342,22 @@ async fn send_and_logs_reach_the_task_app_through_the_relay() -> anyhow::Result<
             && stderr.trim_end().ends_with("No task logs found."),
         "{stderr}"
     );
-    let refused = d.run(&["task", "send", "fixer", "wake up"])?;
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    ensure!(!refused.status.success());
-    assert!(stderr.contains("has status paused"), "{stderr}");
+
+    // `coder task send` resumes a paused task (a start build of its workspace, whose log it
+    // shows), waits for it to become active, then sends.
+    let resumed = d.run(&["task", "send", "fixer", "wake up"])?;
+    ensure!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(
+        d.owner.task("me", "fixer").await?.status,
+        TaskStatus::Active
+    );
+    eventually(START, "the input after the resume answered", || async {
+        answered(&d, "wake up").await
+    })
+    .await?;
     Ok(())
 }
