@@ -119,6 +119,8 @@ async fn send_and_logs_reach_the_task_app_through_the_relay() -> anyhow::Result<
     let ws = d.workspace("fixer").await?;
     let home = workspaces.join(ws.id.to_string());
     let _reaper = Reaper(home.join(".coder-workspace.pid"));
+    // The agent's scripts run apart from it: the app server is ended on its own.
+    let _app_reaper = Reaper(home.join(".agentapi.pid"));
 
     // The agent starts the app; its health check makes the task active, and the app's agent
     // works on the prompt it was handed.
