@@ -18,6 +18,7 @@ mod script_order;
 mod secrets;
 mod server;
 mod ssh;
+mod task_app;
 mod tasks;
 mod terraform;
 mod timings;

@@ -43,7 +43,7 @@ fn from_app(health: Option<&str>) -> TaskStatus {
 }
 
 /// The task's app in the latest build (the one its `coder_ai_task` names) and its agent.
-fn task_app(ws: &Workspace) -> Option<(&WorkspaceAgent, &WorkspaceApp)> {
+pub(super) fn task_app(ws: &Workspace) -> Option<(&WorkspaceAgent, &WorkspaceApp)> {
     let app_id = ws.latest_build.ai_task_sidebar_app_id?;
     ws.latest_build
         .resources

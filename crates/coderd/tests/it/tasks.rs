@@ -277,7 +277,10 @@ async fn a_task_runs_its_prompt_and_only_those_who_see_its_workspace_see_it() ->
         assert_eq!(validation_fields(&err).len(), 1, "{q}: {err}");
     }
 
-    // Bob sees nothing of it, by any name.
+    // Bob sees nothing of it, by any name, and can neither send it input nor read its logs.
+    let more = codersdk::tasks::TaskSendRequest {
+        input: "more".into(),
+    };
     assert!(bob.tasks(&TasksFilter::default()).await?.is_empty());
     for (user, ident) in [
         ("alice", task.id.to_string()),
@@ -288,23 +291,16 @@ async fn a_task_runs_its_prompt_and_only_those_who_see_its_workspace_see_it() ->
         assert_eq!(status(&err), 404, "{user}/{ident}");
         let err = bob.delete_task(user, &ident).await.expect_err("hidden");
         assert_eq!(status(&err), 404, "{user}/{ident}");
+        let err = bob
+            .task_send(user, &ident, &more)
+            .await
+            .expect_err("hidden");
+        assert_eq!(status(&err), 404, "{user}/{ident}");
+        let err = bob.task_logs(user, &ident).await.expect_err("hidden");
+        assert_eq!(status(&err), 404, "{user}/{ident}");
     }
     // The site owner sees it.
     assert_eq!(owner.task("alice", &task.name).await?.id, task.id);
-
-    // Input and logs need the app's AgentAPI, which coderd cannot talk to: said plainly.
-    let err = alice
-        .task_send(
-            "me",
-            &task.name,
-            &codersdk::tasks::TaskSendRequest {
-                input: "more".into(),
-            },
-        )
-        .await
-        .expect_err("not implemented");
-    assert_eq!(status(&err), 501);
-    assert!(err.to_string().contains("AgentAPI"), "{err}");
 
     // Stopped, it is paused; started again, the new build gets the prompt again.
     transition(&alice, &task, "stop").await?;
@@ -312,6 +308,15 @@ async fn a_task_runs_its_prompt_and_only_those_who_see_its_workspace_see_it() ->
         alice.task("me", &task.name).await?.status,
         TaskStatus::Paused
     );
+    // A paused task takes no input, and has no live conversation (nor a stored snapshot).
+    let err = alice
+        .task_send("me", &task.name, &more)
+        .await
+        .expect_err("paused");
+    assert_eq!(status(&err), 409);
+    assert!(err.to_string().contains("Task is paused."), "{err}");
+    let logs = alice.task_logs("me", &task.name).await?;
+    assert!(logs.snapshot && logs.logs.is_empty(), "{logs:?}");
     let again = transition(&alice, &task, "start").await?;
     let logs = build_logs(&alice, again).await?;
     assert!(
