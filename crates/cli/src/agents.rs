@@ -10,12 +10,24 @@ use codersdk::workspaces::WorkspaceAgent;
 use futures::StreamExt;
 use uuid::Uuid;
 
-/// Follows every agent of `build` until it is ready; fails when one cannot start.
+/// Follows every agent of `build` until it is ready; fails when one cannot start. Dev
+/// containers' sub-agents are named, not waited for: coderd runs no container engine, so they
+/// never connect, and their health says why.
 pub async fn wait_ready(client: &Client, build: Uuid) -> anyhow::Result<()> {
     let build = client.workspace_build(build).await?;
-    let agents: Vec<WorkspaceAgent> = build.resources.into_iter().flat_map(|r| r.agents).collect();
+    let (subagents, agents): (Vec<WorkspaceAgent>, Vec<WorkspaceAgent>) = build
+        .resources
+        .into_iter()
+        .flat_map(|r| r.agents)
+        .partition(|a| a.parent_id.is_some());
     for agent in agents {
         wait_agent(client, agent).await?;
+    }
+    for sub in subagents {
+        println!(
+            "==> Not waiting for dev container agent {}: {}",
+            sub.name, sub.health.reason
+        );
     }
     // The agents report their scripts' runs before `ready`: the timeline is complete now.
     let timings = client.workspace_build_timings(build.id).await?;

@@ -73,13 +73,27 @@ fn agents(ws: &Workspace) -> Vec<WorkspaceAgent> {
         .collect()
 }
 
+/// The agent `name` asks for. Without an agent name, only agents of resources count: Coder
+/// prefers a dev container's sub-agent, but here none ever runs (no container engine), so
+/// choosing one would only wait for nothing. Naming a sub-agent fails at once, saying why.
 pub fn pick(ws: &Workspace, name: &Name) -> anyhow::Result<WorkspaceAgent> {
-    let all = agents(ws);
+    let (subagents, all): (Vec<WorkspaceAgent>, Vec<WorkspaceAgent>) =
+        agents(ws).into_iter().partition(|a| a.parent_id.is_some());
     match &name.agent {
-        Some(wanted) => all
-            .into_iter()
-            .find(|a| &a.name == wanted)
-            .with_context(|| format!("workspace {} has no agent named {wanted:?}", name.workspace)),
+        Some(wanted) => {
+            if let Some(agent) = all.into_iter().find(|a| &a.name == wanted) {
+                return Ok(agent);
+            }
+            match subagents.into_iter().find(|a| &a.name == wanted) {
+                Some(sub) => bail!(
+                    "agent {wanted:?} of workspace {} is a dev container's agent and cannot be \
+                     reached: {}",
+                    name.workspace,
+                    sub.health.reason
+                ),
+                None => bail!("workspace {} has no agent named {wanted:?}", name.workspace),
+            }
+        }
         None => match all.len() {
             0 => bail!(
                 "workspace {} has no agent: its template defines none",

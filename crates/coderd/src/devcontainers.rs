@@ -2,8 +2,8 @@
 //! what the build recorded. Coder asks the agent, which starts each `coder_devcontainer` with
 //! a container engine and reports it running; coder-rs runs none (its hosts have no
 //! container engine), so each is shown in Coder's shape with status `error` and the reason,
-//! never silently absent or pretending to start. It has no sub-agent (Coder's `agent` field
-//! stays absent, as in Coder before the container runs). Asking to recreate one
+//! never silently absent or pretending to start. Its `agent` is the sub-agent the build
+//! recorded for it (see `store::subagents`), which never connects. Asking to recreate one
 //! (`POST .../containers/devcontainers/{devcontainer}/recreate`, Coder's 202) is refused
 //! with 501 and the same reason, for whoever may connect to the workspace.
 
@@ -11,7 +11,10 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use codersdk::workspaces::{WorkspaceAgentDevcontainer, WorkspaceAgentListContainersResponse};
+use codersdk::workspaces::{
+    WorkspaceAgentDevcontainer, WorkspaceAgentDevcontainerAgent,
+    WorkspaceAgentListContainersResponse,
+};
 use uuid::Uuid;
 
 use crate::authz::Action;
@@ -59,6 +62,11 @@ pub(crate) async fn containers(
                 status: "error".into(),
                 dirty: false,
                 error: NOT_RUN.into(),
+                agent: row.subagent_id.map(|id| WorkspaceAgentDevcontainerAgent {
+                    id,
+                    name: row.subagent_name.unwrap_or_default(),
+                    directory: row.subagent_directory.unwrap_or_default(),
+                }),
             })
             .collect(),
         containers: Vec::new(),

@@ -191,6 +191,45 @@ pub struct TaskSendRequest {
     pub input: String,
 }
 
+/// Who wrote a task log entry: the user (`input`) or the task's AI agent (`output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskLogType {
+    Input,
+    Output,
+}
+
+impl TaskLogType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Input => "input",
+            Self::Output => "output",
+        }
+    }
+}
+
+/// One message of a task's conversation with its AI agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TaskLogEntry {
+    /// The message's place in the conversation (the task app's own numbering).
+    pub id: i64,
+    pub content: String,
+    #[serde(rename = "type")]
+    pub kind: TaskLogType,
+    pub time: DateTime<Utc>,
+}
+
+/// A task's conversation. `snapshot` is true when it does not come live from the task's app
+/// (the task is not active); `snapshot_at` says when a stored snapshot was taken.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TaskLogsResponse {
+    pub logs: Vec<TaskLogEntry>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_at: Option<DateTime<Utc>>,
+}
+
 impl crate::Client {
     /// Creates a task for `user` (`me`, a username or an id).
     pub async fn create_task(
@@ -246,6 +285,20 @@ impl crate::Client {
         let path = format!("/api/v2/tasks/{}/{}/send", segment(owner), segment(task));
         self.send_empty(self.request(reqwest::Method::POST, &path)?.json(req))
             .await
+    }
+
+    /// The task's conversation with its AI agent.
+    pub async fn task_logs(
+        &self,
+        owner: &str,
+        task: &str,
+    ) -> Result<TaskLogsResponse, crate::ClientError> {
+        self.get(&format!(
+            "/api/v2/tasks/{}/{}/logs",
+            segment(owner),
+            segment(task)
+        ))
+        .await
     }
 }
 

@@ -655,6 +655,17 @@ pub struct WorkspaceAgentDevcontainer {
     /// Why the container is not running, when `status` is `error`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub error: String,
+    /// The sub-agent of the container (absent when it has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<WorkspaceAgentDevcontainerAgent>,
+}
+
+/// A dev container's sub-agent, as the containers listing names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentDevcontainerAgent {
+    pub id: Uuid,
+    pub name: String,
+    pub directory: String,
 }
 
 /// An agent's dev containers and the containers it sees (none without a container engine).

@@ -82,6 +82,7 @@ mod tests {
             name: "repo".into(),
             workspace_folder: "/workspace/repo".into(),
             config_path: String::new(),
+            subagent_id: None,
         }
     }
 

@@ -41,6 +41,22 @@ impl Kind {
     }
 }
 
+/// Which requests a run sends: the dashboard's mix, or one kind alone (to cost it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mix {
+    Dashboard,
+    Only(Kind),
+}
+
+impl Mix {
+    fn kind(self, i: usize) -> Kind {
+        match self {
+            Mix::Dashboard => Kind::of(i),
+            Mix::Only(kind) => kind,
+        }
+    }
+}
+
 pub struct ApiRun {
     pub samples: Vec<(Kind, Duration)>,
     pub errors: usize,
@@ -53,6 +69,7 @@ pub async fn run(
     deploy: &Deployment,
     workspaces: &[Uuid],
     template: Uuid,
+    mix: Mix,
     rate: f64,
     duration: Duration,
 ) -> anyhow::Result<ApiRun> {
@@ -64,7 +81,7 @@ pub async fn run(
     for i in 0..total {
         let at = start + period * i as u32;
         tokio::time::sleep_until(at.into()).await;
-        let kind = Kind::of(i);
+        let kind = mix.kind(i);
         let path = match kind {
             Kind::Workspace => {
                 let pick = (Uuid::new_v4().as_u128() % workspaces.len() as u128) as usize;

@@ -8,6 +8,7 @@ pub mod apps;
 pub mod bare;
 pub mod builds;
 pub mod ceiling;
+pub mod cpu_cost;
 pub mod create;
 pub mod dashboard;
 pub mod list;

@@ -15,12 +15,17 @@ use crate::config::{Config, Sizes};
 use crate::deploy::{Deployment, build_template};
 use crate::procs::Cluster;
 use crate::report::{Check, Report, Row};
-use crate::scenarios::{api, builds, list};
+use crate::scenarios::api::{self, Mix};
+use crate::scenarios::cpu_cost::{self, CpuCost};
+use crate::scenarios::{builds, list};
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
 
 /// P4b's limit: the highest rate whose p95 stays under this is the capacity.
 const CAPACITY_P95_MS: f64 = 30.0;
+
+/// The rate the CPU cost of each read is measured at: low enough that no run queues.
+const COST_RATE: f64 = 200.0;
 
 /// One step of P4b.
 pub(super) struct Step {
@@ -43,6 +48,8 @@ pub(super) struct ReadsRun {
     p4_errors: usize,
     p4_offered: Vec<f64>,
     steps: Vec<Step>,
+    /// CPU per request of the mix (first) and of each kind alone, in `api::Kind::ALL` order.
+    costs: Vec<(Mix, CpuCost)>,
     p5: Vec<f64>,
     p5_bytes: usize,
     listed: usize,
@@ -93,6 +100,7 @@ pub(super) async fn measure(
             deploy,
             &ids,
             template,
+            Mix::Dashboard,
             sizes.api_rate,
             Duration::from_secs(1),
         )
@@ -104,12 +112,21 @@ pub(super) async fn measure(
         p4_errors: 0,
         p4_offered: Vec::new(),
         steps: Vec::new(),
+        costs: Vec::new(),
         p5: Vec::new(),
         p5_bytes: 0,
         listed: 0,
     };
     for _ in 0..sizes.runs {
-        let measured = api::run(deploy, &ids, template, sizes.api_rate, sizes.api_duration).await?;
+        let measured = api::run(
+            deploy,
+            &ids,
+            template,
+            Mix::Dashboard,
+            sizes.api_rate,
+            sizes.api_duration,
+        )
+        .await?;
         run.p4_errors += measured.errors;
         if let Some(e) = measured.first_error {
             report.notes.push(format!(
@@ -137,6 +154,22 @@ pub(super) async fn measure(
     }
     report.counts.insert("p4_errors".into(), run.p4_errors);
 
+    // Where P4b's capacity goes: CPU per request, by process, for the mix and each kind.
+    let mixes = std::iter::once(Mix::Dashboard).chain(api::Kind::ALL.into_iter().map(Mix::Only));
+    for mix in mixes {
+        progress.step(&format!("P4 CPU cost of {mix:?} at {COST_RATE} req/s"));
+        let cost = cpu_cost::measure(
+            deploy,
+            &ids,
+            template,
+            mix,
+            COST_RATE,
+            sizes.capacity_window,
+        )
+        .await?;
+        run.costs.push((mix, cost));
+    }
+
     // P4b: up the ladder until a step fails; a step's overload must not spill into the next,
     // so each one starts after the server has drained.
     for &rate in &sizes.capacity_rates {
@@ -144,7 +177,15 @@ pub(super) async fn measure(
             "P4b the same mix at {rate} req/s for {:.0} s",
             sizes.capacity_window.as_secs_f64()
         ));
-        let measured = api::run(deploy, &ids, template, rate, sizes.capacity_window).await?;
+        let measured = api::run(
+            deploy,
+            &ids,
+            template,
+            Mix::Dashboard,
+            rate,
+            sizes.capacity_window,
+        )
+        .await?;
         let all: Vec<Duration> = measured.samples.iter().map(|(_, d)| *d).collect();
         let step = Step {
             rate,
@@ -209,6 +250,32 @@ pub(super) fn rows(report: &mut Report, sizes: &Sizes, run: &ReadsRun) {
         "req/s",
         &run.p4_offered,
     ));
+    for (mix, cost) in &run.costs {
+        let label = match mix {
+            Mix::Dashboard => "the P4 mix".to_string(),
+            Mix::Only(kind) => kind.label().to_string(),
+        };
+        let mut note = format!(
+            "coderd {:.0} µs + PostgreSQL {:.0} µs, {COST_RATE} req/s",
+            cost.coderd_us, cost.postgres_us
+        );
+        if *mix == Mix::Dashboard {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            note.push_str(&format!(
+                "; {cores} cores fully used would serve {:.0} req/s",
+                cores as f64 * 1e6 / cost.total_us()
+            ));
+        }
+        report.rows.push(
+            Row::new(
+                "P4b",
+                &format!("CPU per request: {label}"),
+                "µs",
+                &[cost.total_us()],
+            )
+            .note(note),
+        );
+    }
     let capacity = run
         .steps
         .iter()

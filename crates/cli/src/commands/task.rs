@@ -1,5 +1,6 @@
 //! `coder task create|list|status|delete|send|logs`: Coder's Tasks. A task is named by its id,
-//! by its name (the caller's), or as `owner/name`.
+//! by its name (the caller's), or as `owner/name`. `send` and `logs` talk to the task's app
+//! (its AgentAPI server) through coderd.
 
 use std::io::Read as _;
 use std::time::Duration;
@@ -7,9 +8,11 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use codersdk::Client;
 use codersdk::tasks::{CreateTaskRequest, Task, TaskSendRequest, TaskStatus, TasksFilter};
+use codersdk::workspaces::CreateWorkspaceBuildRequest;
 use serde::Serialize;
 
 use crate::GlobalArgs;
+use crate::jobs::{self, Watched};
 use crate::orgs::OrgArg;
 use crate::output::{self, Format, OutputArgs, Tabular};
 
@@ -37,16 +40,30 @@ pub enum TaskCommand {
     Send {
         task: String,
         input: Option<String>,
-        /// Read the input from standard input.
+        /// Reads the input from stdin.
         #[arg(long)]
         stdin: bool,
     },
     /// Show a task's logs.
-    Logs {
-        task: String,
-        #[command(flatten)]
-        output: OutputArgs,
-    },
+    Logs(LogsArgs),
+}
+
+/// The columns `coder task logs` can show (Coder's names).
+const LOG_COLUMNS: &[&str] = &["id", "content", "type", "time"];
+
+#[derive(Debug, clap::Args)]
+pub struct LogsArgs {
+    task: String,
+    /// Columns to display in table output (id, content, type, time).
+    #[arg(
+        short,
+        long = "column",
+        value_delimiter = ',',
+        default_value = "type,content"
+    )]
+    columns: Vec<String>,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -205,32 +222,11 @@ pub async fn run(global: &GlobalArgs, cmd: TaskCommand) -> anyhow::Result<()> {
             let input = match (input, stdin) {
                 (_, true) => read_stdin()?,
                 (Some(input), false) => input,
-                (None, false) => bail!("expected an input for the task (or --stdin)"),
+                (None, false) => bail!("expected an input for the task"),
             };
-            let task = client.task_by_identifier(&task).await?;
-            client
-                .task_send(
-                    &task.owner_name,
-                    &task.id.to_string(),
-                    &TaskSendRequest { input },
-                )
-                .await?;
-            Ok(())
+            send(&client, &task, input).await
         }
-        TaskCommand::Logs { task, output } => {
-            let task = client.task_by_identifier(&task).await?;
-            let logs: serde_json::Value = client
-                .get(&format!(
-                    "/api/v2/tasks/{}/{}/logs",
-                    task.owner_name, task.id
-                ))
-                .await?;
-            match output.output {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&logs)?),
-                Format::Table => println!("{logs}"),
-            }
-            Ok(())
-        }
+        TaskCommand::Logs(args) => logs(&client, args).await,
     }
 }
 
@@ -401,5 +397,144 @@ async fn delete(client: &Client, identifiers: &[String], yes: bool) -> anyhow::R
             output::time(&chrono::Utc::now())
         );
     }
+    Ok(())
+}
+
+/// How often `send` looks whether a starting task has become active.
+const READY_POLL: Duration = Duration::from_secs(2);
+/// How long a starting task may show `error` before `send` gives up on it (Coder's grace: the
+/// status can flicker through `error` while a healthy task starts).
+const ERROR_GRACE: Duration = Duration::from_secs(5 * 60);
+
+/// Sends `input` to the task as Coder's CLI does: a paused task is resumed (a start build of
+/// its workspace, whose log is shown) and a starting one waited for until it is active. Coder's
+/// CLI then also waits for the AI agent to report itself idle; coderd keeps no app statuses,
+/// so here the server's check of the task app's own status stands in: a busy agent is refused
+/// with that status.
+async fn send(client: &Client, identifier: &str, input: String) -> anyhow::Result<()> {
+    let mut task = client
+        .task_by_identifier(identifier)
+        .await
+        .context("resolve task")?;
+    let display = format!("{}/{}", task.owner_name, task.name);
+    match task.status {
+        TaskStatus::Active => {}
+        TaskStatus::Paused => {
+            let workspace = task
+                .workspace_id
+                .with_context(|| format!("resume task {display:?}: it has no workspace"))?;
+            let build = client
+                .create_workspace_build(
+                    workspace,
+                    &CreateWorkspaceBuildRequest {
+                        transition: "start".into(),
+                        reason: "cli".into(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .with_context(|| format!("resume task {display:?}"))?;
+            jobs::watch(client, Watched::WorkspaceBuild(build.id))
+                .await
+                .with_context(|| format!("wait for task {display:?} to be ready"))?;
+            task = wait_active(client, task, &display).await?;
+        }
+        TaskStatus::Pending | TaskStatus::Initializing => {
+            eprintln!("Waiting for task {display} to become active...");
+            task = wait_active(client, task, &display).await?;
+        }
+        status => bail!("task {display:?} has status {status} and cannot be sent input"),
+    }
+    client
+        .task_send(
+            &task.owner_name,
+            &task.id.to_string(),
+            &TaskSendRequest { input },
+        )
+        .await
+        .with_context(|| format!("send input to task {display:?}"))
+}
+
+/// Polls the task until it is active; `unknown` ends the wait at once, `error` after
+/// [`ERROR_GRACE`].
+async fn wait_active(client: &Client, mut task: Task, display: &str) -> anyhow::Result<Task> {
+    let started = std::time::Instant::now();
+    loop {
+        match task.status {
+            TaskStatus::Active => return Ok(task),
+            TaskStatus::Unknown => bail!(
+                "wait for task {display:?} to be ready: task entered unknown state while waiting for it to become active"
+            ),
+            TaskStatus::Error if started.elapsed() > ERROR_GRACE => bail!(
+                "wait for task {display:?} to be ready: task entered error state while waiting for it to become active"
+            ),
+            _ => {}
+        }
+        tokio::time::sleep(READY_POLL).await;
+        task = client.task(&task.owner_name, &task.id.to_string()).await?;
+    }
+}
+
+async fn logs(client: &Client, args: LogsArgs) -> anyhow::Result<()> {
+    let mut picked = Vec::new();
+    for column in &args.columns {
+        let column = column.trim().to_lowercase();
+        let index = LOG_COLUMNS
+            .iter()
+            .position(|c| *c == column)
+            .with_context(|| {
+                format!(
+                    "unknown column {column:?}: choose from {}",
+                    LOG_COLUMNS.join(", ")
+                )
+            })?;
+        picked.push(index);
+    }
+    let task = client
+        .task_by_identifier(&args.task)
+        .await
+        .with_context(|| format!("resolve task {:?}", args.task))?;
+    let logs = client
+        .task_logs(&task.owner_name, &task.id.to_string())
+        .await
+        .context("get task logs")?;
+    if args.output.output == Format::Json {
+        println!("{}", serde_json::to_string_pretty(&logs.logs)?);
+        return Ok(());
+    }
+    if logs.snapshot {
+        if logs.snapshot_at.is_none() {
+            eprintln!(
+                "WARN: Task is {}. No snapshot available (snapshot may have failed during pause, resume your task to view logs).\n",
+                task.status
+            );
+        } else if !logs.logs.is_empty() {
+            let n = logs.logs.len();
+            eprintln!(
+                "WARN: Task is {}. Showing last {n} message{} from snapshot.\n",
+                task.status,
+                if n == 1 { "" } else { "s" }
+            );
+        }
+    }
+    if logs.logs.is_empty() {
+        eprintln!("No task logs found.");
+        return Ok(());
+    }
+    let headers: Vec<&str> = picked.iter().map(|i| LOG_COLUMNS[*i]).collect();
+    let rows = logs
+        .logs
+        .iter()
+        .map(|entry| {
+            let cells = [
+                entry.id.to_string(),
+                entry.content.clone(),
+                entry.kind.as_str().to_owned(),
+                output::time(&entry.time),
+            ];
+            picked.iter().map(|i| cells[*i].clone()).collect()
+        })
+        .collect();
+    output::print_table(&headers, rows);
     Ok(())
 }

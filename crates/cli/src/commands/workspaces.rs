@@ -442,6 +442,22 @@ pub async fn show(
             println!("    {}: {value}", item.key);
         }
         for agent in &resource.agents {
+            if let Some(parent) = agent.parent_id {
+                // A dev container's agent: it never runs here, and its health says why.
+                let parent = resource
+                    .agents
+                    .iter()
+                    .find(|a| a.id == parent)
+                    .map_or("?", |a| a.name.as_str());
+                println!(
+                    "    dev container agent {} (in {parent}): {}",
+                    agent.name, agent.health.reason
+                );
+                for app in &agent.apps {
+                    println!("      app {} ({})", app.slug, app.display_name);
+                }
+                continue;
+            }
             println!(
                 "    agent {}: {} ({}), lifecycle {}, {}/{}",
                 agent.name,

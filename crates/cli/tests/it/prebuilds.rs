@@ -2,7 +2,9 @@
 //! one keeping two prebuilt workspaces. The reconciler builds them with the real terraform and
 //! their real agents get ready; `coder create --preset` hands one to a member, and its claim
 //! build keeps the running agent (terraform is given the agent's running token), which
-//! reconnects as the claim build's agent; the pool refills.
+//! reconnects as the claim build's agent; the pool refills. The template declares a dev
+//! container too: its sub-agent, which never runs here, keeps neither a prebuild from being
+//! ready nor a claim from handing the agent over.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,6 +35,11 @@ data "coder_workspace_preset" "plain" {
   parameters = {
     greeting = "hey"
   }
+}
+
+resource "coder_devcontainer" "repo" {
+  agent_id         = coder_agent.main.id
+  workspace_folder = "/workspace/repo"
 }
 "#;
 
@@ -193,6 +200,15 @@ async fn a_claimed_prebuild_keeps_its_agent_process_and_the_pool_refills() -> an
     let ws = d.owner.workspace(ws.id).await?;
     let after = agent_of(&ws).context("the claim build's agent")?.id;
     assert_ne!(after, before, "the claim build has its own agent row");
+    let sub = ws
+        .latest_build
+        .resources
+        .iter()
+        .flat_map(|r| r.agents.iter())
+        .find(|a| a.name == "repo")
+        .context("the claim build's dev container agent")?;
+    assert_eq!(sub.parent_id, Some(after));
+    assert!(ws.health.healthy, "{:?}", ws.health);
     assert_eq!(
         pid_in(&pid_file(ws.id))?,
         pid,

@@ -66,6 +66,7 @@ pub async fn build(state: &AppState, agent: uuid::Uuid) -> store::Result<Manifes
                 name: d.name,
                 workspace_folder: d.workspace_folder,
                 config_path: d.config_path,
+                subagent_id: d.subagent_id,
             })
             .collect(),
     })

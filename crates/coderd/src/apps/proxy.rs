@@ -12,8 +12,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri, header};
 use axum::response::Response;
-use codersdk::agentsdk::StreamHeader;
-use hyper::client::conn::http1::{self, SendRequest};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use uuid::Uuid;
 
@@ -27,10 +26,6 @@ use crate::state::AppState;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Idle connections kept per agent and port.
 const MAX_IDLE: usize = 16;
-/// Largest response head accepted from an app.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// The buffer between hyper and the relay stream (see [`connect`]).
-const PIPE_BYTES: usize = 64 * 1024;
 
 /// Cookies of coderd's that never reach an app, by name prefix.
 const COOKIE_PREFIXES: &[&str] = &[
@@ -118,58 +113,34 @@ impl Pool {
     }
 }
 
-/// A new HTTP/1.1 connection to `port` inside the workspace. hyper stops reading a stream
-/// whose body nobody consumes, and an unread yamux stream stalls its whole agent connection
-/// (see docs/architecture.md, Relay), so the stream is served by the relay's pipe, which
-/// keeps its frames moving, and hyper talks to the other end of an in-memory duplex.
+/// A new HTTP/1.1 connection to the target's port inside the workspace, over the relay.
 async fn connect(state: &AppState, target: &Target) -> Result<SendRequest<Body>, AppError> {
-    let header = StreamHeader::Tcp { port: target.port };
-    let (stream, _closed) = relay::open(&state.agents, target.agent_id, &header)
-        .await
-        .map_err(|e| match e {
-            OpenError::NotConnected => AppError::AgentNotConnected {
-                status: "disconnected".into(),
-            },
-            OpenError::Refused(reason) => AppError::Upstream { detail: reason },
-            OpenError::Unreachable(reason) => AppError::Upstream { detail: reason },
-        })?;
-    let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
-    let active = state.relay_usage.begin(target.workspace_id, "app");
-    tokio::spawn(async move {
-        if let Ok((down, up)) = codersdk::agentsdk::pipe(stream, theirs).await {
-            active.to_client(usize::try_from(down).unwrap_or(usize::MAX));
-            active.to_agent(usize::try_from(up).unwrap_or(usize::MAX));
-        }
-    });
-    if target.tls {
-        let tls = super::tls::connect(ours)
+    let stream = relay::dial::tcp(
+        state,
+        target.agent_id,
+        target.workspace_id,
+        target.port,
+        "app",
+    )
+    .await
+    .map_err(|e| match e {
+        OpenError::NotConnected => AppError::AgentNotConnected {
+            status: "disconnected".into(),
+        },
+        OpenError::Refused(reason) => AppError::Upstream { detail: reason },
+        OpenError::Unreachable(reason) => AppError::Upstream { detail: reason },
+    })?;
+    let sender = if target.tls {
+        let tls = super::tls::connect(stream)
             .await
             .map_err(|e| AppError::Upstream {
                 detail: format!("the TLS handshake with the application failed: {e}"),
             })?;
-        handshake(tls).await
+        relay::dial::http1(tls).await
     } else {
-        handshake(ours).await
-    }
-}
-
-async fn handshake<T>(io: T) -> Result<SendRequest<Body>, AppError>
-where
-    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = http1::Builder::new()
-        .max_buf_size(MAX_HEAD_BYTES)
-        .handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| AppError::Upstream {
-            detail: e.to_string(),
-        })?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.with_upgrades().await {
-            tracing::debug!(error = %e, "app connection ended");
-        }
-    });
-    Ok(sender)
+        relay::dial::http1(stream).await
+    };
+    sender.map_err(upstream_error)
 }
 
 /// What the proxy tells the app about the original request.

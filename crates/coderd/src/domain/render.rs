@@ -125,6 +125,9 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
     // Coder: the workspace's health counts it.
     let unhealthy_apps = apps.iter().any(|a| a.health == "unhealthy");
     let healthy = status == "connected" && !unhealthy_apps;
+    // A dev container's sub-agent only connects once its container runs, which never happens
+    // here: its health says so rather than "connecting" forever.
+    let never_runs = row.parent_id.is_some() && row.first_connected_at.is_none();
     WorkspaceAgent {
         id: row.id,
         created_at: row.created_at,
@@ -156,6 +159,11 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
             healthy,
             reason: if healthy {
                 String::new()
+            } else if never_runs {
+                format!(
+                    "the dev container's sub-agent cannot start: {}",
+                    crate::devcontainers::NOT_RUN
+                )
             } else if status == "connected" {
                 "one or more of the agent's apps are unhealthy".into()
             } else {
@@ -189,9 +197,7 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
             })
             .collect(),
         startup_script_behavior: behavior.into(),
-        // Dev containers' sub-agents are never created here (no container engine), so every
-        // agent belongs to a resource.
-        parent_id: None,
+        parent_id: row.parent_id,
     }
 }
 

@@ -128,10 +128,13 @@ pub async fn builds(state: &AppState, rows: Vec<BuildRow>) -> Result<Vec<Workspa
 }
 
 fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace {
+    // Dev containers' sub-agents never run here (no container engine): counting them would
+    // make every workspace with a dev container unhealthy for good. Their own health says why.
     let failing_agents: Vec<Uuid> = latest_build
         .resources
         .iter()
         .flat_map(|r| &r.agents)
+        .filter(|a| a.parent_id.is_none())
         .filter(|a| !a.health.healthy && latest_build.status == WorkspaceStatus::Running)
         .map(|a| a.id)
         .collect();

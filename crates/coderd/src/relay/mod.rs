@@ -7,8 +7,10 @@
 //! [`open`] is the hop: "a stream to agent X, or why not". Today it only knows the agents
 //! connected to this process; with several replicas it will also open the stream through the
 //! replica that holds the agent (see docs/architecture.md, Relay), and everything above it
-//! stays as it is.
+//! stays as it is. [`dial`] is HTTP over it, for coderd's own clients of servers inside a
+//! workspace.
 
+pub mod dial;
 pub(crate) mod routes;
 mod splice;
 mod terminal;

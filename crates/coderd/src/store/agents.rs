@@ -56,7 +56,8 @@ pub struct ScriptRow {
     pub dependencies: serde_json::Value,
 }
 
-/// A `coder_devcontainer` of an agent, with the log source the agent reports it under.
+/// A `coder_devcontainer` of an agent, with the log source the agent reports it under and
+/// its sub-agent (name and directory included, as the containers listing shows them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DevcontainerRow {
     pub id: Uuid,
@@ -66,6 +67,9 @@ pub struct DevcontainerRow {
     pub workspace_folder: String,
     pub config_path: String,
     pub created_at: DateTime<Utc>,
+    pub subagent_id: Option<Uuid>,
+    pub subagent_name: Option<String>,
+    pub subagent_directory: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -203,7 +207,12 @@ impl Store {
         timed("agent_devcontainers", async {
             Ok(sqlx::query_as!(
                 DevcontainerRow,
-                "SELECT * FROM workspace_agent_devcontainers WHERE agent_id = $1 ORDER BY created_at, name",
+                r#"SELECT d.id, d.agent_id, d.log_source_id, d.name, d.workspace_folder, d.config_path,
+                          d.created_at, d.subagent_id, s.name AS "subagent_name?",
+                          s.directory AS "subagent_directory?"
+                   FROM workspace_agent_devcontainers d
+                   LEFT JOIN workspace_agents s ON s.id = d.subagent_id
+                   WHERE d.agent_id = $1 ORDER BY d.created_at, d.name"#,
                 agent
             )
             .fetch_all(&self.pool)

@@ -49,7 +49,7 @@ pub(crate) async fn record_external_tokens(
             r#"INSERT INTO workspace_agent_external_tokens (agent_id, sealed)
                SELECT a.id, $3 FROM workspace_agents a
                JOIN workspace_resources r ON r.id = a.resource_id
-               WHERE r.job_id = $1 AND a.name = $2
+               WHERE r.job_id = $1 AND a.name = $2 AND a.parent_id IS NULL
                ON CONFLICT (agent_id) DO UPDATE SET sealed = excluded.sealed"#,
             job,
             token.agent_name,
@@ -90,7 +90,7 @@ impl Store {
                           t.sealed AS "sealed_token?"
                    FROM workspace_agents a JOIN workspace_resources r ON r.id = a.resource_id
                    LEFT JOIN workspace_agent_external_tokens t ON t.agent_id = a.id
-                   WHERE r.job_id = $1 AND a.name = $2
+                   WHERE r.job_id = $1 AND a.name = $2 AND a.parent_id IS NULL
                    LIMIT 1"#,
                 job,
                 name

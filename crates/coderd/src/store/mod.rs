@@ -17,6 +17,7 @@ mod presets;
 mod resource_trees;
 mod resources;
 mod site;
+mod subagents;
 mod tasks;
 mod templates;
 mod timings;
@@ -24,6 +25,7 @@ mod user_links;
 mod user_secrets;
 mod users;
 mod version_facts;
+mod workspace_search;
 mod workspaces;
 
 use std::future::Future;

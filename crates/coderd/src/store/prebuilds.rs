@@ -44,7 +44,8 @@ pub struct PrebuildRow {
     pub done: bool,
     /// ...and failed or was cancelled.
     pub failed: bool,
-    /// Started successfully and every agent is ready.
+    /// Started successfully and every agent is ready (dev containers' sub-agents aside: no
+    /// container engine runs them here, so they never would be).
     pub ready: bool,
 }
 
@@ -139,7 +140,8 @@ impl Store {
                               AND NOT EXISTS (
                                   SELECT 1 FROM workspace_resources r
                                   JOIN workspace_agents a ON a.resource_id = r.id
-                                  WHERE r.job_id = j.id AND a.lifecycle_state <> 'ready'))
+                                  WHERE r.job_id = j.id AND a.parent_id IS NULL
+                                    AND a.lifecycle_state <> 'ready'))
                               AS "ready!"
                    FROM workspaces w
                    JOIN LATERAL (SELECT * FROM workspace_builds lb WHERE lb.workspace_id = w.id
@@ -206,7 +208,8 @@ impl Store {
                      AND NOT EXISTS (
                          SELECT 1 FROM workspace_resources r
                          JOIN workspace_agents a ON a.resource_id = r.id
-                         WHERE r.job_id = j.id AND a.lifecycle_state <> 'ready')
+                         WHERE r.job_id = j.id AND a.parent_id IS NULL
+                           AND a.lifecycle_state <> 'ready')
                    ORDER BY w.created_at
                    LIMIT 1
                    FOR UPDATE OF w SKIP LOCKED"#,
@@ -267,6 +270,7 @@ pub(crate) async fn carry_claimed_agents(
                api_version = old.api_version, expanded_directory = old.expanded_directory
            FROM old, workspace_resources nr
            WHERE nr.job_id = $1 AND n.resource_id = nr.id AND n.name = old.name
+             AND n.parent_id IS NULL AND old.parent_id IS NULL
              AND n.auth_token_hash = old.auth_token_hash
            RETURNING old.id"#,
         job,

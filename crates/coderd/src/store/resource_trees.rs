@@ -22,7 +22,8 @@ const JSON_TREE_MAX_JOBS: usize = 4;
 
 impl Store {
     /// Everything produced by `jobs`, grouped per resource, in creation order; each resource's
-    /// metadata, agents and their children in display order.
+    /// metadata, agents and their children in display order (dev containers' sub-agents after
+    /// the agents they run under).
     pub async fn resources_of_jobs(&self, jobs: &[Uuid]) -> Result<Vec<ResourceTree>> {
         if jobs.len() <= JSON_TREE_MAX_JOBS {
             self.trees_as_json(jobs).await
@@ -50,7 +51,7 @@ impl Store {
                                                              FROM workspace_agent_scripts s WHERE s.agent_id = a.id), '[]'),
                                         'log_sources', COALESCE((SELECT jsonb_agg(to_jsonb(l) ORDER BY l.created_at, l.display_name)
                                                                  FROM workspace_agent_log_sources l WHERE l.agent_id = a.id), '[]'))
-                                    ORDER BY a.display_order, a.name)
+                                    ORDER BY a.parent_id IS NOT NULL, a.display_order, a.name)
                                     FROM workspace_agents a WHERE a.resource_id = r.id), '[]') AS "agents!: Json<Vec<AgentTree>>"
                    FROM workspace_resources r
                    WHERE r.job_id = ANY($1)
@@ -105,7 +106,8 @@ impl Store {
             .await?;
             let mut agents = sqlx::query_as!(
                 AgentRow,
-                "SELECT * FROM workspace_agents WHERE resource_id = ANY($1) ORDER BY display_order, name",
+                "SELECT * FROM workspace_agents WHERE resource_id = ANY($1)
+                 ORDER BY parent_id IS NOT NULL, display_order, name",
                 &ids
             )
             .fetch_all(&self.pool)

@@ -66,6 +66,9 @@ pub struct AgentRow {
     pub logs_length: i32,
     pub logs_overflowed: bool,
     pub subsystems: Vec<String>,
+    /// The agent this one runs under: set for a dev container's sub-agent.
+    #[serde(default)]
+    pub parent_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -171,21 +174,39 @@ pub(crate) async fn insert_resources(
             .await?;
         }
         for agent in &resource.agents {
-            insert_agent(tx, resource_id, agent, now).await?;
+            let parent = insert_agent(tx, resource_id, agent, None, now).await?;
+            for container in &agent.devcontainers {
+                super::subagents::insert_devcontainer(
+                    tx,
+                    resource_id,
+                    agent,
+                    parent,
+                    container,
+                    now,
+                )
+                .await?;
+            }
         }
     }
     Ok(())
 }
 
-async fn insert_agent(
+/// Stores an agent with its metadata, scripts and apps (not its dev containers: the caller
+/// adds those once the agent exists). `sub` is the parent and id of a dev container's
+/// sub-agent; other agents get a fresh id.
+pub(super) async fn insert_agent(
     tx: &mut sqlx::PgConnection,
     resource_id: Uuid,
     agent: &proto::Agent,
+    sub: Option<(Uuid, Uuid)>,
     now: DateTime<Utc>,
-) -> Result<()> {
+) -> Result<Uuid> {
     // Fresh ids per build: terraform keeps an unchanged agent's (and app's) id across builds,
     // but every build's rows are its own.
-    let agent_id = Uuid::new_v4();
+    let (parent_id, agent_id) = match sub {
+        Some((parent, id)) => (Some(parent), id),
+        None => (None, Uuid::new_v4()),
+    };
     let (token_hash, instance_id) = match &agent.auth {
         AgentAuth::Token(token) if !token.is_empty() => {
             (Some(crate::auth::hash_secret(token)), None)
@@ -198,6 +219,7 @@ async fn insert_agent(
     let mut spec = agent.clone();
     spec.auth = AgentAuth::Token(String::new());
     spec.apps.clear();
+    spec.devcontainers.clear();
     let spec = serde_json::to_value(&spec).unwrap_or_default();
     let mut env = agent.env.clone();
     for extra in &agent.extra_envs {
@@ -207,8 +229,8 @@ async fn insert_agent(
         r#"INSERT INTO workspace_agents (id, resource_id, name, auth_token_hash, auth_instance_id,
                architecture, operating_system, directory, environment_variables,
                connection_timeout_seconds, troubleshooting_url, motd_file, display_apps,
-               api_key_scope, display_order, spec, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)"#,
+               api_key_scope, display_order, spec, created_at, updated_at, parent_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18)"#,
         agent_id,
         resource_id,
         agent.name,
@@ -230,7 +252,8 @@ async fn insert_agent(
         },
         agent.order,
         spec,
-        now
+        now,
+        parent_id
     )
     .execute(&mut *tx)
     .await?;
@@ -282,25 +305,6 @@ async fn insert_agent(
         .execute(&mut *tx)
         .await?;
     }
-    for container in &agent.devcontainers {
-        // The agent reports on the container under a log source of its own.
-        let name = format!("Dev container {}", container.name);
-        let log_source = insert_log_source(tx, agent_id, &name, "", now).await?;
-        sqlx::query!(
-            r#"INSERT INTO workspace_agent_devcontainers (id, agent_id, log_source_id, name,
-                   workspace_folder, config_path, created_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
-            Uuid::new_v4(),
-            agent_id,
-            log_source,
-            container.name,
-            container.workspace_folder,
-            container.config_path,
-            now
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
     for app in &agent.apps {
         let health = if app.healthcheck.as_ref().is_some_and(|h| !h.url.is_empty()) {
             "initializing"
@@ -337,10 +341,10 @@ async fn insert_agent(
         .execute(&mut *tx)
         .await?;
     }
-    Ok(())
+    Ok(agent_id)
 }
 
-async fn insert_log_source(
+pub(super) async fn insert_log_source(
     tx: &mut sqlx::PgConnection,
     agent: Uuid,
     display_name: &str,

@@ -36,11 +36,16 @@ pub(crate) async fn build_task_app(
     resources: &[Resource],
     features: &TemplateFeatures,
 ) -> Result<Option<Uuid>> {
+    // It may be an app of a dev container's sub-agent.
     let app_slug = features.ai_tasks.first().and_then(|task| {
         resources
             .iter()
             .flat_map(|r| &r.agents)
-            .flat_map(|a| &a.apps)
+            .flat_map(|a| {
+                a.apps
+                    .iter()
+                    .chain(a.devcontainers.iter().flat_map(|d| &d.apps))
+            })
             .find(|app| !task.app_id.is_empty() && app.id == task.app_id)
             .map(|app| app.slug.clone())
     });

@@ -7,9 +7,10 @@
 //! (`CODER_TASK_ID`, `CODER_TASK_PROMPT`; see `provisioners::payload`).
 //!
 //! Sending input to a task's app and reading its conversation (Coder's `send` and `logs`) go
-//! through the AgentAPI server the app runs; coderd has no client for it yet, so those
-//! endpoints answer 501 saying so rather than pretending.
+//! through the AgentAPI server the app runs ([`app`], over the relay).
 
+mod agentapi;
+mod app;
 mod name;
 mod query;
 pub mod routes;
@@ -28,6 +29,7 @@ use crate::state::AppState;
 use crate::store::{NewTask, TaskRow, WorkspaceRow};
 use crate::validate;
 
+pub use app::{Error as AppError, logs, send};
 pub use name::DISPLAY_NAME_MAX;
 
 /// The parameter through which templates made for Coder before the `coder_task` data source
@@ -198,21 +200,6 @@ pub async fn delete(state: &AppState, subject: &Subject, user: &str, task: &str)
         .await?;
     Ok(())
 }
-
-/// Whether the subject may reach the task's app (Coder's `send` and `logs` need to connect into
-/// the workspace); see the module's header for why neither is served beyond that.
-pub async fn app_access(state: &AppState, subject: &Subject, user: &str, task: &str) -> Result<()> {
-    let (_, workspace) = find(state, subject, user, task).await?;
-    crate::authz::authorize(
-        subject,
-        Action::Connect,
-        &resolve::workspace_object(&workspace),
-    )?;
-    Ok(())
-}
-
-/// What `send` and `logs` answer (501) to a caller who may reach the task's app.
-pub const AGENTAPI_MISSING: &str = "Sending input to a task and reading its logs are not implemented: coderd has no client for the AgentAPI server a task's app runs.";
 
 async fn render(state: &AppState, task: TaskRow, workspace: WorkspaceRow) -> Result<Task> {
     let ws = views::workspace(state, workspace).await?;

@@ -4,7 +4,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use codersdk::tasks::{CreateTaskRequest, Task, TaskSendRequest, TasksListResponse};
+use codersdk::tasks::{
+    CreateTaskRequest, Task, TaskLogsResponse, TaskSendRequest, TasksListResponse,
+};
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{Auth, Json, Path, Query};
@@ -82,34 +84,49 @@ pub(crate) async fn remove(
     Ok(StatusCode::ACCEPTED)
 }
 
-fn not_implemented() -> ApiError {
-    ApiError::new(StatusCode::NOT_IMPLEMENTED, super::AGENTAPI_MISSING)
+impl From<super::AppError> for ApiError {
+    #[track_caller]
+    fn from(e: super::AppError) -> Self {
+        match e {
+            super::AppError::Domain(e) => e.into(),
+            super::AppError::Gateway { message, detail } => {
+                ApiError::new(StatusCode::BAD_GATEWAY, message).with_detail(detail)
+            }
+        }
+    }
 }
 
 #[utoipa::path(post, path = "/api/v2/tasks/{user}/{task}/send", tag = "Tasks",
     params(("user" = String, Path, description = "Username, user ID, or 'me' for the authenticated user"),
         ("task" = String, Path, description = "Task ID, or task name")),
     request_body = TaskSendRequest,
-    responses((status = 501, description = "Not implemented: coderd has no AgentAPI client.", body = codersdk::Response)))]
+    responses((status = 204, description = "The input was submitted to the task's AI agent."),
+        (status = 400, description = "The input is empty, the task is not active (error or unknown), or its app cannot be reached (not plain HTTP on the workspace's loopback).", body = codersdk::Response),
+        (status = 409, description = "The task is pending, initializing or paused.", body = codersdk::Response),
+        (status = 502, description = "The task's app could not be reached, is busy (its agent is running), or refused the message.", body = codersdk::Response)))]
 pub(crate) async fn send(
     State(state): State<AppState>,
     auth: Auth,
     Path((user, task)): Path<(String, String)>,
-    Json(_req): Json<TaskSendRequest>,
+    Json(req): Json<TaskSendRequest>,
 ) -> ApiResult<StatusCode> {
-    super::app_access(&state, &auth.subject, &user, &task).await?;
-    Err(not_implemented())
+    super::send(&state, &auth.subject, &user, &task, &req.input).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(get, path = "/api/v2/tasks/{user}/{task}/logs", tag = "Tasks",
     params(("user" = String, Path, description = "Username, user ID, or 'me' for the authenticated user"),
         ("task" = String, Path, description = "Task ID, or task name")),
-    responses((status = 501, description = "Not implemented: coderd has no AgentAPI client.", body = codersdk::Response)))]
+    responses((status = 200, description = "The conversation, live from an active task's app; an empty snapshot for a pending, initializing or paused task.", body = TaskLogsResponse),
+        (status = 400, description = "The task's app cannot be reached (not plain HTTP on the workspace's loopback).", body = codersdk::Response),
+        (status = 409, description = "The task failed or its state is unknown.", body = codersdk::Response),
+        (status = 502, description = "The task's app could not be reached or answered something unusable.", body = codersdk::Response)))]
 pub(crate) async fn logs(
     State(state): State<AppState>,
     auth: Auth,
     Path((user, task)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
-    super::app_access(&state, &auth.subject, &user, &task).await?;
-    Err(not_implemented())
+) -> ApiResult<Json<TaskLogsResponse>> {
+    Ok(Json(
+        super::logs(&state, &auth.subject, &user, &task).await?,
+    ))
 }

@@ -19,7 +19,13 @@ fn from_build(transition: &str, job: ProvisionerJobStatus) -> TaskStatus {
     }
 }
 
-fn from_agent(lifecycle: Option<&str>) -> TaskStatus {
+/// The task's agent by its lifecycle. A dev container's sub-agent that never connected never
+/// will here (no container engine runs the container): an error, whose reason the agent's
+/// health gives, rather than initialising for good.
+fn from_agent(lifecycle: Option<&str>, stranded_subagent: bool) -> TaskStatus {
+    if stranded_subagent {
+        return TaskStatus::Error;
+    }
     match lifecycle {
         None | Some("created" | "starting") => TaskStatus::Initializing,
         Some("ready" | "start_timeout" | "start_error") => TaskStatus::Active,
@@ -37,7 +43,7 @@ fn from_app(health: Option<&str>) -> TaskStatus {
 }
 
 /// The task's app in the latest build (the one its `coder_ai_task` names) and its agent.
-fn task_app(ws: &Workspace) -> Option<(&WorkspaceAgent, &WorkspaceApp)> {
+pub(super) fn task_app(ws: &Workspace) -> Option<(&WorkspaceAgent, &WorkspaceApp)> {
     let app_id = ws.latest_build.ai_task_sidebar_app_id?;
     ws.latest_build
         .resources
@@ -59,7 +65,12 @@ pub fn status(ws: &Workspace) -> TaskStatus {
         return by_build;
     }
     let app = task_app(ws);
-    let by_agent = from_agent(app.map(|(agent, _)| agent.lifecycle_state.as_str()));
+    let by_agent = from_agent(
+        app.map(|(agent, _)| agent.lifecycle_state.as_str()),
+        app.is_some_and(|(agent, _)| {
+            agent.parent_id.is_some() && agent.first_connected_at.is_none()
+        }),
+    );
     if by_agent != TaskStatus::Active {
         return by_agent;
     }
@@ -147,10 +158,14 @@ mod tests {
 
     #[test]
     fn then_the_agent_then_the_app() {
-        assert_eq!(from_agent(None), TaskStatus::Initializing);
-        assert_eq!(from_agent(Some("starting")), TaskStatus::Initializing);
-        assert_eq!(from_agent(Some("start_error")), TaskStatus::Active);
-        assert_eq!(from_agent(Some("off")), TaskStatus::Unknown);
+        assert_eq!(from_agent(None, false), TaskStatus::Initializing);
+        assert_eq!(
+            from_agent(Some("starting"), false),
+            TaskStatus::Initializing
+        );
+        assert_eq!(from_agent(Some("start_error"), false), TaskStatus::Active);
+        assert_eq!(from_agent(Some("off"), false), TaskStatus::Unknown);
+        assert_eq!(from_agent(Some("created"), true), TaskStatus::Error);
         assert_eq!(from_app(Some("initializing")), TaskStatus::Initializing);
         assert_eq!(from_app(Some("unhealthy")), TaskStatus::Error);
         assert_eq!(from_app(Some("disabled")), TaskStatus::Active);

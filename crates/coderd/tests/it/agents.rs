@@ -194,6 +194,11 @@ async fn the_manifest_carries_script_dependencies_and_dev_containers() -> anyhow
         .find(|s| s.id == container.log_source_id)
         .map(|s| s.display_name.as_str());
     assert_eq!(source, Some("Dev container repo"));
+    // And the sub-agent the build recorded for it, under this agent.
+    let subagent = owner
+        .workspace_agent(container.subagent_id.unwrap_or_default())
+        .await?;
+    assert_eq!(subagent.parent_id, Some(id));
     Ok(())
 }
 

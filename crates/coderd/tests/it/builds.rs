@@ -703,3 +703,59 @@ async fn long_workspace_lists_are_streamed_in_chunks_and_complete() -> anyhow::R
     assert_eq!(owner.workspaces("name:ws3").await?.count, 1);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_owners_page_is_in_name_order_counted_and_only_what_the_caller_may_see()
+-> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (alice, _) = app.user(&owner, "alice", &[]).await?;
+    let (bob, _) = app.user(&owner, "bob", &[]).await?;
+    let template = app
+        .echo_template(&owner, "t", &lifecycle_template(), &[])
+        .await?;
+    // Names whose case and byte order disagree: the page is ordered case-insensitively.
+    for name in ["b-dev", "A-dev", "c-dev"] {
+        let ws = create(&alice, template.id, name, &[]).await?;
+        wait_build(&alice, ws.latest_build.id).await?;
+    }
+    let bobs = create(&bob, template.id, "a-bob", &[]).await?;
+    wait_build(&bob, bobs.latest_build.id).await?;
+
+    let page = |client: &Client, q: &'static str, limit: &'static str, offset: &'static str| {
+        let client = client.clone();
+        async move {
+            let page = client
+                .get_query::<codersdk::workspaces::WorkspacesResponse, _>(
+                    "/api/v2/workspaces",
+                    &[("q", q), ("limit", limit), ("offset", offset)],
+                )
+                .await?;
+            let names: Vec<String> = page.workspaces.into_iter().map(|w| w.name).collect();
+            anyhow::Ok((names, page.count))
+        }
+    };
+    assert_eq!(
+        page(&owner, "owner:alice", "2", "0").await?,
+        (vec!["A-dev".to_string(), "b-dev".into()], 3)
+    );
+    assert_eq!(
+        page(&owner, "owner:alice", "2", "2").await?,
+        (vec!["c-dev".to_string()], 3)
+    );
+    assert_eq!(
+        page(&alice, "owner:me", "25", "0").await?,
+        (vec!["A-dev".to_string(), "b-dev".into(), "c-dev".into()], 3)
+    );
+    assert_eq!(
+        page(&alice, "owner:me b-", "25", "0").await?,
+        (vec!["b-dev".to_string()], 1),
+        "with a name filter"
+    );
+    assert_eq!(
+        page(&bob, "owner:alice", "25", "0").await?,
+        (Vec::<String>::new(), 0),
+        "another member's workspaces stay hidden, and uncounted"
+    );
+    Ok(())
+}

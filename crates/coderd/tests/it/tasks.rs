@@ -5,7 +5,9 @@
 
 use chrono::Utc;
 use codersdk::agentsdk::{AgentConnection, LifecycleChange, LifecycleState, Request};
-use codersdk::proto::{Agent, AgentAuth, AiTask, App, Resource, RichParameter, TemplateFeatures};
+use codersdk::proto::{
+    Agent, AgentAuth, AiTask, App, Devcontainer, Resource, RichParameter, TemplateFeatures,
+};
 use codersdk::tasks::{CreateTaskRequest, Task, TaskStatus, TasksFilter};
 use codersdk::workspaces::CreateWorkspaceBuildRequest;
 use codersdk::{Client, ClientError};
@@ -275,7 +277,10 @@ async fn a_task_runs_its_prompt_and_only_those_who_see_its_workspace_see_it() ->
         assert_eq!(validation_fields(&err).len(), 1, "{q}: {err}");
     }
 
-    // Bob sees nothing of it, by any name.
+    // Bob sees nothing of it, by any name, and can neither send it input nor read its logs.
+    let more = codersdk::tasks::TaskSendRequest {
+        input: "more".into(),
+    };
     assert!(bob.tasks(&TasksFilter::default()).await?.is_empty());
     for (user, ident) in [
         ("alice", task.id.to_string()),
@@ -286,23 +291,16 @@ async fn a_task_runs_its_prompt_and_only_those_who_see_its_workspace_see_it() ->
         assert_eq!(status(&err), 404, "{user}/{ident}");
         let err = bob.delete_task(user, &ident).await.expect_err("hidden");
         assert_eq!(status(&err), 404, "{user}/{ident}");
+        let err = bob
+            .task_send(user, &ident, &more)
+            .await
+            .expect_err("hidden");
+        assert_eq!(status(&err), 404, "{user}/{ident}");
+        let err = bob.task_logs(user, &ident).await.expect_err("hidden");
+        assert_eq!(status(&err), 404, "{user}/{ident}");
     }
     // The site owner sees it.
     assert_eq!(owner.task("alice", &task.name).await?.id, task.id);
-
-    // Input and logs need the app's AgentAPI, which coderd cannot talk to: said plainly.
-    let err = alice
-        .task_send(
-            "me",
-            &task.name,
-            &codersdk::tasks::TaskSendRequest {
-                input: "more".into(),
-            },
-        )
-        .await
-        .expect_err("not implemented");
-    assert_eq!(status(&err), 501);
-    assert!(err.to_string().contains("AgentAPI"), "{err}");
 
     // Stopped, it is paused; started again, the new build gets the prompt again.
     transition(&alice, &task, "stop").await?;
@@ -310,6 +308,15 @@ async fn a_task_runs_its_prompt_and_only_those_who_see_its_workspace_see_it() ->
         alice.task("me", &task.name).await?.status,
         TaskStatus::Paused
     );
+    // A paused task takes no input, and has no live conversation (nor a stored snapshot).
+    let err = alice
+        .task_send("me", &task.name, &more)
+        .await
+        .expect_err("paused");
+    assert_eq!(status(&err), 409);
+    assert!(err.to_string().contains("Task is paused."), "{err}");
+    let logs = alice.task_logs("me", &task.name).await?;
+    assert!(logs.snapshot && logs.logs.is_empty(), "{logs:?}");
     let again = transition(&alice, &task, "start").await?;
     let logs = build_logs(&alice, again).await?;
     assert!(
@@ -407,5 +414,61 @@ async fn a_task_needs_a_template_with_an_ai_task_and_a_prompt() -> anyhow::Resul
         .await
         .expect_err("not theirs");
     assert_eq!(status(&err), 404);
+    Ok(())
+}
+
+/// A task whose app runs in a dev container: the container's sub-agent never starts here (no
+/// container engine), so the task is in error with the reason instead of initialising for good.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_whose_app_is_in_a_dev_container_fails_clearly() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (alice, _) = app.user(&owner, "alice", &[]).await?;
+    let mut template = task_template(&Uuid::new_v4().to_string());
+    if let Some(agent) = template
+        .start
+        .as_mut()
+        .and_then(|s| s.resources.first_mut())
+        .and_then(|r| r.agents.first_mut())
+    {
+        let apps = std::mem::take(&mut agent.apps);
+        agent.devcontainers = vec![Devcontainer {
+            name: "repo".into(),
+            workspace_folder: "/repo".into(),
+            apps,
+            ..Default::default()
+        }];
+    }
+    let template = app
+        .echo_template(&owner, "contained", &template, &[])
+        .await?;
+    let task = alice
+        .create_task(
+            "me",
+            &CreateTaskRequest {
+                template_version_id: template.active_version_id,
+                input: PROMPT.into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    latest_build_done(&alice, &task).await?;
+    let task = alice.task("me", &task.name).await?;
+    let ws = alice
+        .workspace(task.workspace_id.unwrap_or_default())
+        .await?;
+    let sub = ws.latest_build.resources[0]
+        .agents
+        .iter()
+        .find(|a| a.parent_id.is_some())
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no sub-agent: {:#?}", ws.latest_build.resources))?;
+    assert_eq!(task.workspace_agent_id, Some(sub.id));
+    assert_eq!(task.status, TaskStatus::Error);
+    let reason = task
+        .workspace_agent_health
+        .map(|h| h.reason)
+        .unwrap_or_default();
+    assert!(reason.contains("container engine"), "{reason}");
     Ok(())
 }

@@ -380,6 +380,8 @@ pub struct ManifestDevcontainer {
     pub workspace_folder: String,
     /// Path of `devcontainer.json`; empty for the default location.
     pub config_path: String,
+    /// The sub-agent recorded for the container, which the agent would start inside it.
+    pub subagent_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
