@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use codersdk::Client;
-use codersdk::workspaces::WorkspaceAgent;
+use codersdk::workspaces::{WorkspaceAgent, WorkspaceAgentLog};
 use futures::StreamExt;
 use uuid::Uuid;
 
@@ -38,6 +38,8 @@ pub async fn wait_ready(client: &Client, build: Uuid) -> anyhow::Result<()> {
     Ok(())
 }
 
+const STATE_POLL: Duration = Duration::from_millis(200);
+
 fn finished(lifecycle: &str) -> bool {
     matches!(
         lifecycle,
@@ -52,18 +54,25 @@ async fn wait_agent(client: &Client, agent: WorkspaceAgent) -> anyhow::Result<()
         .iter()
         .map(|s| (s.id, s.display_name.clone()))
         .collect();
+    let print = |line: &WorkspaceAgentLog, printed: &mut i64| {
+        if line.id > *printed {
+            let source = sources.get(&line.source_id).map_or("agent", String::as_str);
+            println!("  {source}: {}", line.output);
+            *printed = line.id;
+        }
+    };
+    let mut printed = 0;
     let mut logs = client.follow_agent_logs(agent.id, 0).await?;
-    let mut check = tokio::time::interval(Duration::from_secs(1));
+    // The state is polled (a GET per tick, cheap); the tick is most of what a user waits
+    // between the agent reporting `ready` and the command returning.
+    let mut check = tokio::time::interval(STATE_POLL);
     let mut warned_connecting = false;
     loop {
         tokio::select! {
             line = logs.next() => match line {
-                Some(Ok(line)) => {
-                    let source = sources.get(&line.source_id).map_or("agent", String::as_str);
-                    println!("  {source}: {}", line.output);
-                }
+                Some(Ok(line)) => print(&line, &mut printed),
                 Some(Err(e)) => return Err(e.into()),
-                None => logs = client.follow_agent_logs(agent.id, 0).await?,
+                None => logs = client.follow_agent_logs(agent.id, printed).await?,
             },
             _ = check.tick() => {
                 let now = client.workspace_agent(agent.id).await?;
@@ -86,11 +95,10 @@ async fn wait_agent(client: &Client, agent: WorkspaceAgent) -> anyhow::Result<()
                     _ => {}
                 }
                 if finished(&now.lifecycle_state) {
-                    // Lines written just before the state changed may still be in flight.
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                    while let Ok(Some(Ok(line))) = tokio::time::timeout(Duration::from_millis(100), logs.next()).await {
-                        let source = sources.get(&line.source_id).map_or("agent", String::as_str);
-                        println!("  {source}: {}", line.output);
+                    // The agent delivers its logs before its lifecycle changes, so every line
+                    // is stored by now; the stream may not have brought the last ones yet.
+                    for line in client.agent_logs_after(agent.id, printed).await? {
+                        print(&line, &mut printed);
                     }
                     return match now.lifecycle_state.as_str() {
                         "ready" => {

@@ -625,8 +625,20 @@ impl crate::Client {
         &self,
         id: Uuid,
     ) -> Result<Vec<WorkspaceAgentLog>, crate::ClientError> {
-        self.get(&format!("/api/v2/workspaceagents/{id}/logs"))
-            .await
+        self.agent_logs_after(id, 0).await
+    }
+
+    /// An agent's stored log lines with ids above `after`, oldest first.
+    pub async fn agent_logs_after(
+        &self,
+        id: Uuid,
+        after: i64,
+    ) -> Result<Vec<WorkspaceAgentLog>, crate::ClientError> {
+        self.get_query(
+            &format!("/api/v2/workspaceagents/{id}/logs"),
+            &[("after", after.to_string())],
+        )
+        .await
     }
 
     /// The current metadata values (one snapshot of the watch stream).
