@@ -11,7 +11,7 @@ use codersdk::workspaces::{WorkspaceAgent, WorkspaceAgentListContainersResponse}
 use reqwest::Method;
 
 use crate::harness::Deployment;
-use crate::terraform::{Reaper, terraform};
+use crate::terraform::{Reaper, push_local_process_with, terraform};
 
 /// Appended to the `local-process` example.
 const DEVCONTAINER: &str = r#"
@@ -66,24 +66,7 @@ async fn a_dev_container_is_a_sub_agent_of_its_agent_and_nothing_waits_for_it() 
     }
     let d = Deployment::new(&["--provisioner-daemons=1"]).await?;
     let workspaces = d.dir.path().join("workspaces");
-    let template = d.dir.path().join("dc");
-    std::fs::create_dir_all(&template)?;
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/templates/local-process/main.tf"
-    );
-    let main = format!("{}\n{DEVCONTAINER}", std::fs::read_to_string(example)?);
-    std::fs::write(template.join("main.tf"), main)?;
-    d.ok(&[
-        "templates",
-        "push",
-        "dc",
-        "-d",
-        &template.display().to_string(),
-        "--variable",
-        &format!("workspaces_dir={}", workspaces.display()),
-        "--yes",
-    ])?;
+    push_local_process_with(&d, "dc", &workspaces, DEVCONTAINER)?;
 
     // Ends once the agent that runs is ready; the container's agent is named, not awaited.
     let created = d.ok(&["create", "dev", "-t", "dc", "--wait", "--yes"])?;

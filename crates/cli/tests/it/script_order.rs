@@ -12,7 +12,7 @@ use codersdk::workspaces::WorkspaceAgentLog;
 use testutil::eventually;
 
 use crate::harness::Deployment;
-use crate::terraform::{Reaper, terraform};
+use crate::terraform::{Reaper, push_local_process_with, terraform};
 
 /// Appended to the `local-process` example: three chained scripts, a failing one with a
 /// `success` and a `completion` dependant, and a dev container.
@@ -135,24 +135,7 @@ async fn ordered_scripts_run_in_order_and_failures_skip_success_dependants() -> 
     }
     let d = Deployment::new(&["--provisioner-daemons=1"]).await?;
     let workspaces = d.dir.path().join("workspaces");
-    let template = d.dir.path().join("ordered");
-    std::fs::create_dir_all(&template)?;
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/templates/local-process/main.tf"
-    );
-    let main = format!("{}\n{ORDERED}", std::fs::read_to_string(example)?);
-    std::fs::write(template.join("main.tf"), main)?;
-    d.ok(&[
-        "templates",
-        "push",
-        "ordered",
-        "-d",
-        &template.display().to_string(),
-        "--variable",
-        &format!("workspaces_dir={}", workspaces.display()),
-        "--yes",
-    ])?;
+    push_local_process_with(&d, "ordered", &workspaces, ORDERED)?;
 
     d.ok(&["create", "dev", "-t", "ordered", "--yes"])?;
     let ws = d.workspace("dev").await?;

@@ -117,6 +117,30 @@ pub(crate) fn push_local_process(d: &Deployment, workspaces: &Path) -> anyhow::R
     ])
 }
 
+/// Pushes the `local-process` example with `extra` HCL appended, as template `name`, its
+/// workspaces' homes under `workspaces`.
+pub(crate) fn push_local_process_with(
+    d: &Deployment,
+    name: &str,
+    workspaces: &Path,
+    extra: &str,
+) -> anyhow::Result<String> {
+    let dir = d.dir.path().join(name);
+    std::fs::create_dir_all(&dir)?;
+    let example = std::fs::read_to_string(format!("{}/main.tf", example("local-process")))?;
+    std::fs::write(dir.join("main.tf"), format!("{example}\n{extra}"))?;
+    d.ok(&[
+        "templates",
+        "push",
+        name,
+        "-d",
+        dir.to_str().context("utf-8 path")?,
+        "--variable",
+        &format!("workspaces_dir={}", workspaces.display()),
+        "--yes",
+    ])
+}
+
 /// Kills a workspace process a failed test left behind.
 pub(crate) struct Reaper(pub(crate) PathBuf);
 
