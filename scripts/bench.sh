@@ -25,4 +25,6 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 8192 ]; then
 fi
 
 cargo build --release --locked -p cli --bin coder -p bench --bin coder-bench
+# What a release ships for agent downloads (P11b measures it).
+scripts/compress-binary.sh target/release/coder
 exec target/release/coder-bench ${docs[@]+"${docs[@]}"} "$@"

@@ -5,15 +5,17 @@
 # /bin/sh (terraform's local-exec and agent init scripts need a shell), and a non-root user
 # `coder` (uid 1000) whose HOME and cache directory are writable.
 #
-#   scripts/image.sh [--tag NAME] [--terraform PATH] [--binary PATH] [--source URL]
+#   scripts/image.sh [--tag NAME] [--terraform PATH] [--binary PATH] [--source URL] [--zstd-level N]
 #
 #   --tag NAME        image name (default localhost/coder:latest)
 #   --terraform PATH  terraform to put in the image (default: `terraform` from PATH)
 #   --binary PATH     use this `coder` binary instead of building the release one
 #   --source URL      the org.opencontainers.image.source label (default: git remote origin)
+#   --zstd-level N    level of /opt/coder.zst, the copy agents download (default 19)
 #
 # Without --binary the release binary is built (cargo build --release). The binary is stripped
-# in a copy. Storage and configuration are podman's/buildah's usual ones (CONTAINERS_CONF,
+# in a copy, and compressed beside it for agent downloads (scripts/compress-binary.sh).
+# Storage and configuration are podman's/buildah's usual ones (CONTAINERS_CONF,
 # CONTAINERS_STORAGE_CONF apply); see docs/container.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,13 +24,15 @@ tag="localhost/coder:latest"
 terraform=""
 binary=""
 source_url=""
+zstd_level=19
 while (($#)); do
   case "$1" in
     --tag) tag="${2:?--tag needs a value}"; shift 2 ;;
     --terraform) terraform="${2:?--terraform needs a value}"; shift 2 ;;
     --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
     --source) source_url="${2:?--source needs a value}"; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --zstd-level) zstd_level="${2:?--zstd-level needs a value}"; shift 2 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "image.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +74,7 @@ ln -s bin "$root/sbin"
 chmod 1777 "$root/tmp"
 
 strip --strip-all -o "$root/opt/coder" "$binary"
+scripts/compress-binary.sh --level "$zstd_level" "$root/opt/coder"
 install -m 0755 "$terraform" "$root/usr/bin/terraform"
 install -m 0755 "$busybox" "$root/usr/bin/busybox"
 for applet in $("$busybox" --list); do

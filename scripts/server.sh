@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec cargo run --release --quiet -p cli --bin coder -- server "$@"
+cargo build --release --quiet -p cli --bin coder
+scripts/compress-binary.sh target/release/coder
+exec target/release/coder server "$@"

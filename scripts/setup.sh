@@ -12,6 +12,8 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 # Prebuild schedules of workspace presets name IANA time zones, looked up like Go does.
 [ -e /usr/share/zoneinfo/UTC ] || need_apt+=(tzdata)
+# scripts/compress-binary.sh makes the zstd copy of a release binary that agents download.
+command -v zstd >/dev/null 2>&1 || need_apt+=(zstd)
 # The agent's SSH tests drive the system's OpenSSH client (ssh, scp, sftp, ssh-agent) and run
 # interactive sessions inside tmux.
 if [ "${1:-}" = "--tests" ]; then

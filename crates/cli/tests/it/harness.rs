@@ -82,7 +82,12 @@ pub fn run_with_stdin(mut cmd: Command, input: &str) -> anyhow::Result<Output> {
 }
 
 pub fn command_with_config(config: PathBuf) -> Command {
-    let mut cmd = Command::new(CODER);
+    binary_with_config(Path::new(CODER), config)
+}
+
+/// Like [`command_with_config`], running the `coder` binary at `binary`.
+pub fn binary_with_config(binary: &Path, config: PathBuf) -> Command {
+    let mut cmd = Command::new(binary);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("CODER_") {
             cmd.env_remove(key);
@@ -107,6 +112,11 @@ pub fn free_port() -> anyhow::Result<u16> {
 /// Starts `coder server` with its config in `config` (embedded PostgreSQL unless `extra` has
 /// `--postgres-url`) and waits until it answers.
 pub async fn start_with(config: &Path, extra: &[&str]) -> anyhow::Result<Server> {
+    start_binary(Path::new(CODER), config, extra).await
+}
+
+/// [`start_with`], running the `coder` binary at `binary`.
+pub async fn start_binary(binary: &Path, config: &Path, extra: &[&str]) -> anyhow::Result<Server> {
     let given = extra
         .iter()
         .position(|a| *a == "--http-address")
@@ -128,7 +138,7 @@ pub async fn start_with(config: &Path, extra: &[&str]) -> anyhow::Result<Server>
         .create(true)
         .append(true)
         .open(config.join(format!("server-{port}.log")))?;
-    let child = command_with_config(config.to_path_buf())
+    let child = binary_with_config(binary, config.to_path_buf())
         .arg("server")
         .args(own_address)
         .args(

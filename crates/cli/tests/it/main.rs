@@ -1,6 +1,7 @@
 //! End-to-end tests of the real `coder` binary.
 
 mod agent;
+mod agent_binary;
 mod apps;
 mod cli;
 mod cli_auth;

@@ -40,9 +40,9 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The agent binary's route. Compressed for clients that accept zstd or gzip (curl
-/// `--compressed` does): a stripped release binary shrinks to about a third, and level 3 keeps
-/// the cost at a fraction of a second per download; the hash in the entity tag spares repeated
-/// downloads entirely.
+/// `--compressed` does): with the copy a release compressed ahead of time when there is one (see
+/// [`crate::agents::binary`]), otherwise on the fly at level 3, which keeps the cost at a fraction
+/// of a second per download. The hash in the entity tag spares repeated downloads entirely.
 pub fn binary_routes() -> Router<AppState> {
     Router::new()
         .route("/bin/{file}", get(download_binary))
@@ -237,22 +237,60 @@ pub(super) async fn download_binary(
     if cached {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
     }
-    let handle = tokio::fs::File::open(&binary.path)
-        .await
-        .map_err(ApiError::internal)?;
-    let body = Body::from_stream(tokio_util::io::ReaderStream::with_capacity(
-        handle,
-        256 << 10,
-    ));
+    if accepts_zstd(&headers)
+        && let Some(compressed) = crate::agents::binary::precompressed(&binary).await
+    {
+        return Ok((
+            [
+                (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+                (header::CONTENT_ENCODING, "zstd".to_string()),
+                (header::CONTENT_LENGTH, compressed.len.to_string()),
+                (header::VARY, "accept-encoding".to_string()),
+                (header::ETAG, etag),
+            ],
+            file_body(&compressed.path).await?,
+        )
+            .into_response());
+    }
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
             (header::CONTENT_LENGTH, binary.len.to_string()),
             (header::ETAG, etag),
         ],
-        body,
+        file_body(&binary.path).await?,
     )
         .into_response())
+}
+
+async fn file_body(path: &std::path::Path) -> ApiResult<Body> {
+    let handle = tokio::fs::File::open(path)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Body::from_stream(
+        tokio_util::io::ReaderStream::with_capacity(handle, 256 << 10),
+    ))
+}
+
+/// Whether `Accept-Encoding` lists zstd with a non-zero quality.
+fn accepts_zstd(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|coding| {
+            let mut params = coding.split(';');
+            let name = params.next().unwrap_or_default().trim();
+            name.eq_ignore_ascii_case("zstd")
+                && params.all(|param| {
+                    param
+                        .trim()
+                        .strip_prefix("q=")
+                        .and_then(|q| q.trim().parse::<f32>().ok())
+                        .is_none_or(|q| q > 0.0)
+                })
+        })
 }
 
 /// Go's architecture names, which Coder's download paths use.
@@ -262,5 +300,31 @@ fn go_arch(arch: &str) -> &str {
         "aarch64" => "arm64",
         "arm" => "armv7",
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zstd_is_accepted_when_listed_without_a_zero_quality() {
+        let accepts = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT_ENCODING, value.parse().expect("header"));
+            accepts_zstd(&headers)
+        };
+        for value in [
+            "zstd",
+            "deflate, gzip, br, zstd",
+            "gzip;q=1, ZSTD;q=0.5",
+            "zstd; q=1",
+        ] {
+            assert!(accepts(value), "{value}");
+        }
+        for value in ["gzip", "zstd;q=0", "zstdx", "*", "br, gzip;q=0.8"] {
+            assert!(!accepts(value), "{value}");
+        }
+        assert!(!accepts_zstd(&HeaderMap::new()));
     }
 }
