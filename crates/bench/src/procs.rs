@@ -263,6 +263,11 @@ pub struct Memory {
     pub rss_mib: f64,
     /// VmHWM (peak RSS), MiB.
     pub hwm_mib: f64,
+    /// RssAnon: the part of VmRSS that is the process's own (heap, stacks), MiB.
+    pub anon_mib: f64,
+    /// RssFile: the part that is pages of mapped files, mostly the executable's, MiB. Clean
+    /// and shared: the kernel can drop them under pressure and read them back.
+    pub file_mib: f64,
 }
 
 impl Memory {
@@ -280,6 +285,8 @@ impl Memory {
         Some(Self {
             rss_mib: field("VmRSS:")?,
             hwm_mib: field("VmHWM:")?,
+            anon_mib: field("RssAnon:").unwrap_or(0.0),
+            file_mib: field("RssFile:").unwrap_or(0.0),
         })
     }
 }
@@ -332,9 +339,11 @@ mod tests {
 
     #[test]
     fn reads_rss_and_peak() {
-        let status = "Name:\tcoder\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\n";
+        let status = "Name:\tcoder\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\n\
+                      RssAnon:\t    2048 kB\nRssFile:\t    8192 kB\n";
         let m = Memory::parse(status).expect("parsed");
         assert_eq!((m.rss_mib, m.hwm_mib), (10.0, 20.0));
+        assert_eq!((m.anon_mib, m.file_mib), (2.0, 8.0));
         assert!(Memory::parse("Name:\tx\n").is_none());
         assert!(Memory::of(Pid::this()).expect("own status").rss_mib > 0.0);
     }
