@@ -50,7 +50,9 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
             .agents
             .insert(auth.agent.id, session.control(), closed.clone());
         let driver = agentsdk::drive(session, inbound_tx, closed_tx);
-        if let Err(e) = state.store.agent_connected(auth.agent.id).await {
+        // The store calls are boxed: this future lives as long as the connection, and an
+        // inlined call's state would count in its size for every connected agent.
+        if let Err(e) = Box::pin(state.store.agent_connected(auth.agent.id)).await {
             tracing::warn!(error = %e, "recording the agent's connection");
         }
         tracing::info!("agent connected");
@@ -79,7 +81,7 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
                     None => break,
                 },
             }
-            if updated && superseded(&state, &auth).await {
+            if updated && Box::pin(superseded(&state, &auth)).await {
                 tracing::info!("agent superseded by a newer build's: reconnecting it");
                 break;
             }
@@ -88,7 +90,7 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
         driver.abort();
         metrics::gauge!("coderd_agents_connected").decrement(1.0);
         if state.agents.remove(auth.agent.id, generation) {
-            if let Err(e) = state.store.agent_disconnected(auth.agent.id).await {
+            if let Err(e) = Box::pin(state.store.agent_disconnected(auth.agent.id)).await {
                 tracing::warn!(error = %e, "recording the agent's disconnection");
             }
             tracing::info!("agent disconnected");

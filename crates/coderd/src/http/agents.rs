@@ -82,7 +82,7 @@ pub(super) async fn rpc(
     .map_err(|e| {
         ApiError::bad_request("This endpoint needs a WebSocket upgrade.").with_detail(e.body_text())
     })?;
-    Ok(ws
+    Ok(super::websocket::long_lived(ws)
         .max_message_size(16 << 20)
         .on_upgrade(move |socket| crate::agents::connection::serve(state, auth, socket))
         .into_response())

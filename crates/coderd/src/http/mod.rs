@@ -15,6 +15,7 @@ pub(crate) mod provisioners;
 mod same_origin;
 pub(crate) mod templates;
 pub(crate) mod users;
+pub(crate) mod websocket;
 pub(crate) mod workspaces;
 
 use axum::Router;

@@ -101,11 +101,14 @@ async fn open_for(
 }
 
 fn need_upgrade(ws: Upgrade) -> ApiResult<WebSocketUpgrade> {
-    ws.map(|ws| ws.max_message_size(MAX_MESSAGE).max_frame_size(MAX_MESSAGE))
-        .map_err(|e| {
-            ApiError::bad_request("This endpoint needs a WebSocket upgrade.")
-                .with_detail(e.body_text())
-        })
+    ws.map(|ws| {
+        crate::http::websocket::long_lived(ws)
+            .max_message_size(MAX_MESSAGE)
+            .max_frame_size(MAX_MESSAGE)
+    })
+    .map_err(|e| {
+        ApiError::bad_request("This endpoint needs a WebSocket upgrade.").with_detail(e.body_text())
+    })
 }
 
 /// Accepts the upgrade and splices until either side ends.
