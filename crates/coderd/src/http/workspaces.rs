@@ -139,8 +139,7 @@ pub(super) async fn list_workspaces(
     let (ids, count) = search::workspaces(&state, &auth.subject, &params.q, limit, offset).await?;
     let chunk = options.workspace_list_chunk.max(1);
     if ids.len() <= chunk {
-        let rows = state.store.workspaces_by_ids(&ids).await?;
-        let workspaces = views::workspaces(&state, rows).await?;
+        let workspaces = views::workspaces_by_ids(&state, &ids).await?;
         return Ok(Json(WorkspacesResponse { workspaces, count }).into_response());
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(2);
@@ -178,9 +177,8 @@ async fn stream_workspaces(
     send(br#"{"workspaces":["#.to_vec()).await?;
     let mut first = true;
     for chunk in ids.chunks(chunk_size) {
-        let rows = state.store.workspaces_by_ids(chunk).await?;
         let mut out = Vec::new();
-        for workspace in views::workspaces(state, rows).await? {
+        for workspace in views::workspaces_by_ids(state, chunk).await? {
             if !first {
                 out.push(b',');
             }

@@ -33,6 +33,9 @@ impl Store {
             return self.list_owned_workspace_ids(owner, q, filter).await;
         }
         timed("list_workspace_ids", async {
+            // One connection for the page and its count: a connection returned to the pool costs
+            // a round trip (sqlx pings it).
+            let mut conn = self.pool.acquire().await?;
             let pattern = substring_pattern(&q.name);
             if q.status.is_empty() {
                 let ids = sqlx::query_scalar!(
@@ -66,7 +69,7 @@ impl Store {
                     q.limit,
                     q.offset
                 )
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *conn)
                 .await?;
                 let total = sqlx::query_scalar!(
                     r#"SELECT count(*) AS "count!"
@@ -94,7 +97,7 @@ impl Store {
                     q.template,
                     q.has_external_agent
                 )
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *conn)
                 .await?;
                 return Ok((ids, total));
             }
@@ -142,7 +145,7 @@ impl Store {
                 q.offset,
                 q.has_external_agent
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *conn)
             .await?;
             let total = rows.first().map_or(0, |r| r.total);
             Ok((rows.into_iter().map(|r| r.id).collect(), total))
@@ -160,6 +163,9 @@ impl Store {
         filter: &Filter,
     ) -> Result<(Vec<Uuid>, i64)> {
         timed("list_owned_workspace_ids", async {
+            // One connection for the page and its count: a connection returned to the pool costs
+            // a round trip (sqlx pings it).
+            let mut conn = self.pool.acquire().await?;
             let pattern = substring_pattern(&q.name);
             let ids = sqlx::query_scalar!(
                 r#"SELECT w.id
@@ -190,7 +196,7 @@ impl Store {
                 q.limit,
                 q.offset
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *conn)
             .await?;
             let total = sqlx::query_scalar!(
                 r#"SELECT count(*) AS "count!"
@@ -217,7 +223,7 @@ impl Store {
                 q.template,
                 q.has_external_agent
             )
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await?;
             Ok((ids, total))
         })
