@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::render::{build_status, resources};
 use super::{Error, Result, jobs, template_schedules};
+use crate::authz::{self, Action, Subject};
 use crate::state::AppState;
 use crate::store::{
     BuildFacts, BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow,
@@ -193,6 +194,30 @@ pub async fn workspaces(state: &AppState, rows: Vec<WorkspaceRow>) -> Result<Vec
 pub async fn workspaces_by_ids(state: &AppState, ids: &[Uuid]) -> Result<Vec<Workspace>> {
     let (rows, latest, facts) = state.store.workspaces_with_latest_builds(ids).await?;
     render_workspaces(state, rows, latest, facts).await
+}
+
+/// A workspace by id (deleted ones only when asked for), rendered, when `subject` may read
+/// it; [`Error::NotFound`] otherwise, as [`super::resolve::workspace`] answers. Its rows are read
+/// before the check so that the whole response is one connection's work.
+pub async fn readable_workspace(
+    state: &AppState,
+    subject: &Subject,
+    id: Uuid,
+    include_deleted: bool,
+) -> Result<Workspace> {
+    let (row, latest, facts) = state
+        .store
+        .workspace_with_latest_build(id, include_deleted)
+        .await?;
+    authz::authorize(
+        subject,
+        Action::Read,
+        &super::resolve::workspace_object(&row),
+    )?;
+    render_workspaces(state, vec![row], latest, facts)
+        .await?
+        .pop()
+        .ok_or_else(|| Error::internal("a rendered workspace vanished"))
 }
 
 async fn render_workspaces(

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::daemons::daemons_in;
 use super::resource_trees::trees_in;
-use super::workspaces::{latest_builds_in, workspaces_by_ids_in};
+use super::workspaces::{latest_builds_in, workspace_by, workspaces_by_ids_in};
 use super::{BuildRow, DaemonRow, JobRow, ResourceTree, Result, Store, WorkspaceRow, timed};
 
 /// The jobs, resource trees and daemons of some builds.
@@ -43,6 +43,23 @@ impl Store {
             let builds = latest_builds_in(&mut conn, workspaces).await?;
             let facts = facts_in(&mut conn, &builds).await?;
             Ok((builds, facts))
+        })
+        .await
+    }
+
+    /// A workspace (deleted ones only when asked for) with its newest build and that build's
+    /// facts, read on one connection.
+    pub async fn workspace_with_latest_build(
+        &self,
+        id: Uuid,
+        include_deleted: bool,
+    ) -> Result<(WorkspaceRow, Vec<BuildRow>, BuildFacts)> {
+        timed("workspace_with_latest_build", async {
+            let mut conn = self.pool.acquire().await?;
+            let workspace = workspace_by(&mut conn, id, include_deleted).await?;
+            let builds = latest_builds_in(&mut conn, &[id]).await?;
+            let facts = facts_in(&mut conn, &builds).await?;
+            Ok((workspace, builds, facts))
         })
         .await
     }

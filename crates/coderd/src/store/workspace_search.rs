@@ -155,7 +155,9 @@ impl Store {
 
     /// `owner:` without a status filter, the dashboard's default (`owner:me`): one owner's
     /// name orders nothing, so the page is a walk of the unique (owner, lower(name)) index
-    /// that stops after `limit` rows, instead of a sort of everything the owner has.
+    /// that stops after `limit` rows, instead of a sort of everything the owner has. The
+    /// template is looked at only when a `template:` filter asks (a subquery the planner
+    /// drops otherwise, where a join was made for every row: ~30% of the count's time).
     async fn list_owned_workspace_ids(
         &self,
         owner: Uuid,
@@ -170,12 +172,12 @@ impl Store {
             let ids = sqlx::query_scalar!(
                 r#"SELECT w.id
                    FROM workspaces w
-                   JOIN templates t ON t.id = w.template_id
                    WHERE w.owner_id = $6 AND w.deleted = $1
                      AND ($2 OR w.organization_id = ANY($3)
                           OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
                      AND ($7 = '%%' OR w.name ILIKE $7)
-                     AND ($8 = '' OR lower(t.name) = lower($8))
+                     AND ($8 = '' OR EXISTS (SELECT 1 FROM templates t
+                                             WHERE t.id = w.template_id AND lower(t.name) = lower($8)))
                      AND ($9::boolean IS NULL OR (
                           SELECT COALESCE(b.has_external_agent, v.has_external_agent)
                           FROM workspace_builds b
@@ -201,12 +203,12 @@ impl Store {
             let total = sqlx::query_scalar!(
                 r#"SELECT count(*) AS "count!"
                    FROM workspaces w
-                   JOIN templates t ON t.id = w.template_id
                    WHERE w.owner_id = $6 AND w.deleted = $1
                      AND ($2 OR w.organization_id = ANY($3)
                           OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
                      AND ($7 = '%%' OR w.name ILIKE $7)
-                     AND ($8 = '' OR lower(t.name) = lower($8))
+                     AND ($8 = '' OR EXISTS (SELECT 1 FROM templates t
+                                             WHERE t.id = w.template_id AND lower(t.name) = lower($8)))
                      AND ($9::boolean IS NULL OR (
                           SELECT COALESCE(b.has_external_agent, v.has_external_agent)
                           FROM workspace_builds b

@@ -401,7 +401,7 @@ async fn insert_build(
     Ok(job)
 }
 
-async fn workspace_by(
+pub(super) async fn workspace_by(
     conn: &mut sqlx::PgConnection,
     id: Uuid,
     include_deleted: bool,
