@@ -135,9 +135,12 @@ pub async fn build_by_number(
 
 /// A template by id the subject may read.
 pub async fn template(state: &AppState, subject: &Subject, id: Uuid) -> Result<TemplateRow> {
-    let row = state.store.template_by_id(id).await?;
-    let object = template_guard(state, row.id, row.organization_id).await?;
-    authz::authorize(subject, Action::Read, &object)?;
+    let (row, acl) = state.store.template_with_acl(id).await?;
+    authz::authorize(
+        subject,
+        Action::Read,
+        &Object::template(row.organization_id, acl),
+    )?;
     Ok(row)
 }
 

@@ -1,7 +1,7 @@
 //! The SDK views of workspaces, builds, templates and versions, rendered in bulk (a handful
 //! of queries per page, however many rows): what the API returns and the dashboard shows.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use codersdk::templates::{MinimalUser, Template, TemplateVersion, TransitionStats};
 use codersdk::workspaces::{Workspace, WorkspaceBuild, WorkspaceHealth, WorkspaceStatus};
@@ -9,10 +9,11 @@ use uuid::Uuid;
 
 use super::render::{build_status, resources};
 use super::{Error, Result, jobs, template_schedules};
+use crate::authz::{self, Action, Subject};
 use crate::state::AppState;
 use crate::store::{
-    BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow, TemplateVersionRow,
-    WorkspaceRow,
+    BuildFacts, BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow,
+    TemplateVersionRow, WorkspaceRow,
 };
 
 /// Everything needed to render builds in bulk: their jobs, resources and the daemons.
@@ -22,31 +23,21 @@ struct BuildContext {
     daemons: Vec<DaemonRow>,
 }
 
-async fn build_context(state: &AppState, builds: &[BuildRow]) -> Result<BuildContext> {
-    let job_ids: Vec<Uuid> = builds.iter().map(|b| b.job_id).collect();
-    let jobs = state.store.jobs_by_ids(&job_ids).await?;
-    let trees = state.store.resources_of_jobs(&job_ids).await?;
-    let mut resources: HashMap<Uuid, Vec<ResourceTree>> = HashMap::new();
-    for tree in trees {
-        resources
-            .entry(tree.resource.job_id)
-            .or_default()
-            .push(tree);
+impl From<BuildFacts> for BuildContext {
+    fn from(facts: BuildFacts) -> Self {
+        let mut resources: HashMap<Uuid, Vec<ResourceTree>> = HashMap::new();
+        for tree in facts.trees {
+            resources
+                .entry(tree.resource.job_id)
+                .or_default()
+                .push(tree);
+        }
+        Self {
+            jobs: facts.jobs.into_iter().map(|j| (j.id, j)).collect(),
+            resources,
+            daemons: facts.daemons,
+        }
     }
-    let orgs: HashSet<Uuid> = jobs.iter().map(|j| j.organization_id).collect();
-    let daemons = if orgs.len() == 1 {
-        state
-            .store
-            .daemons(orgs.iter().next().copied(), None)
-            .await?
-    } else {
-        state.store.daemons(None, None).await?
-    };
-    Ok(BuildContext {
-        jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
-        resources,
-        daemons,
-    })
 }
 
 async fn build_view(
@@ -119,7 +110,15 @@ fn name_subdomain_apps(
 }
 
 pub async fn builds(state: &AppState, rows: Vec<BuildRow>) -> Result<Vec<WorkspaceBuild>> {
-    let mut ctx = build_context(state, &rows).await?;
+    let ctx = state.store.build_facts(&rows).await?.into();
+    render_builds(state, rows, ctx).await
+}
+
+async fn render_builds(
+    state: &AppState,
+    rows: Vec<BuildRow>,
+    mut ctx: BuildContext,
+) -> Result<Vec<WorkspaceBuild>> {
     let mut builds = Vec::with_capacity(rows.len());
     for row in rows {
         builds.push(build_view(state, row, &mut ctx).await?);
@@ -187,8 +186,47 @@ fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace 
 /// Renders workspaces with their latest builds, in bulk.
 pub async fn workspaces(state: &AppState, rows: Vec<WorkspaceRow>) -> Result<Vec<Workspace>> {
     let ids: Vec<Uuid> = rows.iter().map(|w| w.id).collect();
-    let latest = state.store.latest_builds(&ids).await?;
-    let mut builds: HashMap<Uuid, WorkspaceBuild> = builds(state, latest)
+    let (latest, facts) = state.store.latest_builds_with_facts(&ids).await?;
+    render_workspaces(state, rows, latest, facts).await
+}
+
+/// Renders the workspaces `ids` name (the caller may see them all), in that order.
+pub async fn workspaces_by_ids(state: &AppState, ids: &[Uuid]) -> Result<Vec<Workspace>> {
+    let (rows, latest, facts) = state.store.workspaces_with_latest_builds(ids).await?;
+    render_workspaces(state, rows, latest, facts).await
+}
+
+/// A workspace by id (deleted ones only when asked for), rendered, when `subject` may read
+/// it; [`Error::NotFound`] otherwise, as [`super::resolve::workspace`] answers. Its rows are read
+/// before the check so that the whole response is one connection's work.
+pub async fn readable_workspace(
+    state: &AppState,
+    subject: &Subject,
+    id: Uuid,
+    include_deleted: bool,
+) -> Result<Workspace> {
+    let (row, latest, facts) = state
+        .store
+        .workspace_with_latest_build(id, include_deleted)
+        .await?;
+    authz::authorize(
+        subject,
+        Action::Read,
+        &super::resolve::workspace_object(&row),
+    )?;
+    render_workspaces(state, vec![row], latest, facts)
+        .await?
+        .pop()
+        .ok_or_else(|| Error::internal("a rendered workspace vanished"))
+}
+
+async fn render_workspaces(
+    state: &AppState,
+    rows: Vec<WorkspaceRow>,
+    latest: Vec<BuildRow>,
+    facts: BuildFacts,
+) -> Result<Vec<Workspace>> {
+    let mut builds: HashMap<Uuid, WorkspaceBuild> = render_builds(state, latest, facts.into())
         .await?
         .into_iter()
         .map(|b| (b.workspace_id, b))

@@ -82,17 +82,8 @@ impl Store {
     /// Daemons of `org` (or all), optionally just one.
     pub async fn daemons(&self, org: Option<Uuid>, id: Option<Uuid>) -> Result<Vec<DaemonRow>> {
         timed("daemons", async {
-            Ok(sqlx::query_as!(
-                DaemonRow,
-                r#"SELECT d.*, k.name AS "key_name?"
-                   FROM provisioner_daemons d LEFT JOIN provisioner_keys k ON k.id = d.key_id
-                   WHERE ($1::uuid IS NULL OR d.organization_id = $1) AND ($2::uuid IS NULL OR d.id = $2)
-                   ORDER BY d.name"#,
-                org,
-                id
-            )
-            .fetch_all(&self.pool)
-            .await?)
+            let mut conn = self.pool.acquire().await?;
+            daemons_in(&mut conn, org, id).await
         })
         .await
     }
@@ -187,4 +178,23 @@ impl Store {
         })
         .await
     }
+}
+
+/// The daemons of `org` (all when `None`), or the one `id` names, by name.
+pub(super) async fn daemons_in(
+    conn: &mut sqlx::PgConnection,
+    org: Option<Uuid>,
+    id: Option<Uuid>,
+) -> Result<Vec<DaemonRow>> {
+    Ok(sqlx::query_as!(
+        DaemonRow,
+        r#"SELECT d.*, k.name AS "key_name?"
+           FROM provisioner_daemons d LEFT JOIN provisioner_keys k ON k.id = d.key_id
+           WHERE ($1::uuid IS NULL OR d.organization_id = $1) AND ($2::uuid IS NULL OR d.id = $2)
+           ORDER BY d.name"#,
+        org,
+        id
+    )
+    .fetch_all(&mut *conn)
+    .await?)
 }

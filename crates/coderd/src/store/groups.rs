@@ -240,29 +240,8 @@ impl Store {
     /// A template's access list (both halves in one statement: every template read asks).
     pub async fn template_acl(&self, template: Uuid) -> Result<Acl> {
         timed("template_acl", async {
-            let r = sqlx::query!(
-                r#"SELECT COALESCE((SELECT array_agg(user_id ORDER BY user_id) FROM template_user_acl
-                                    WHERE template_id = $1), '{}') AS "user_ids!: Vec<Uuid>",
-                          COALESCE((SELECT array_agg(role ORDER BY user_id) FROM template_user_acl
-                                    WHERE template_id = $1), '{}') AS "user_roles!: Vec<String>",
-                          COALESCE((SELECT array_agg(group_id ORDER BY group_id) FROM template_group_acl
-                                    WHERE template_id = $1), '{}') AS "group_ids!: Vec<Uuid>",
-                          COALESCE((SELECT array_agg(role ORDER BY group_id) FROM template_group_acl
-                                    WHERE template_id = $1), '{}') AS "group_roles!: Vec<String>""#,
-                template
-            )
-            .fetch_one(&self.pool)
-            .await?;
-            let parse = |ids: Vec<Uuid>, roles: Vec<String>| {
-                ids.into_iter()
-                    .zip(roles)
-                    .filter_map(|(id, role)| Some((id, role.parse().ok()?)))
-                    .collect()
-            };
-            Ok(Acl {
-                users: parse(r.user_ids, r.user_roles),
-                groups: parse(r.group_ids, r.group_roles),
-            })
+            let mut conn = self.pool.acquire().await?;
+            template_acl_in(&mut conn, template).await
         })
         .await
     }
@@ -378,4 +357,31 @@ pub(crate) async fn sync_groups(
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// A template's access list.
+pub(super) async fn template_acl_in(conn: &mut sqlx::PgConnection, template: Uuid) -> Result<Acl> {
+    let r = sqlx::query!(
+        r#"SELECT COALESCE((SELECT array_agg(user_id ORDER BY user_id) FROM template_user_acl
+                            WHERE template_id = $1), '{}') AS "user_ids!: Vec<Uuid>",
+                  COALESCE((SELECT array_agg(role ORDER BY user_id) FROM template_user_acl
+                            WHERE template_id = $1), '{}') AS "user_roles!: Vec<String>",
+                  COALESCE((SELECT array_agg(group_id ORDER BY group_id) FROM template_group_acl
+                            WHERE template_id = $1), '{}') AS "group_ids!: Vec<Uuid>",
+                  COALESCE((SELECT array_agg(role ORDER BY group_id) FROM template_group_acl
+                            WHERE template_id = $1), '{}') AS "group_roles!: Vec<String>""#,
+        template
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let parse = |ids: Vec<Uuid>, roles: Vec<String>| {
+        ids.into_iter()
+            .zip(roles)
+            .filter_map(|(id, role)| Some((id, role.parse().ok()?)))
+            .collect()
+    };
+    Ok(Acl {
+        users: parse(r.user_ids, r.user_roles),
+        groups: parse(r.group_ids, r.group_roles),
+    })
 }

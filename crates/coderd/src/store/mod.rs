@@ -4,6 +4,7 @@
 mod agents;
 mod api_keys;
 mod audit;
+mod build_facts;
 mod completion;
 mod daemons;
 mod external_agents;
@@ -39,6 +40,7 @@ pub use agents::{
 };
 pub use api_keys::{ApiKeyRow, KeyHolder, NewApiKey};
 pub use audit::{AuditLogRow, AuditQuery, NewAuditLog};
+pub use build_facts::BuildFacts;
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use external_agents::{ExternalAgentRow, LatestBuildExternal, SealedAgentToken};

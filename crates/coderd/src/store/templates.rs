@@ -440,7 +440,7 @@ impl Store {
                     constraint: "template_versions_template_id".into(),
                 });
             }
-            let row = template_by(&mut tx, Some(t.id), None, None).await?;
+            let row = template_by_id_in(&mut tx, t.id).await?;
             audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
@@ -451,7 +451,19 @@ impl Store {
     pub async fn template_by_id(&self, id: Uuid) -> Result<TemplateRow> {
         timed("template_by_id", async {
             let mut conn = self.pool.acquire().await?;
-            template_by(&mut conn, Some(id), None, None).await
+            template_by_id_in(&mut conn, id).await
+        })
+        .await
+    }
+
+    /// A template with its access list (what authorising a read of it needs), on one
+    /// connection.
+    pub async fn template_with_acl(&self, id: Uuid) -> Result<(TemplateRow, crate::authz::Acl)> {
+        timed("template_with_acl", async {
+            let mut conn = self.pool.acquire().await?;
+            let row = template_by_id_in(&mut conn, id).await?;
+            let acl = super::groups::template_acl_in(&mut conn, id).await?;
+            Ok((row, acl))
         })
         .await
     }
@@ -459,7 +471,7 @@ impl Store {
     pub async fn template_by_name(&self, org: Uuid, name: &str) -> Result<TemplateRow> {
         timed("template_by_name", async {
             let mut conn = self.pool.acquire().await?;
-            template_by(&mut conn, None, Some(org), Some(name)).await
+            template_by_name_in(&mut conn, org, name).await
         })
         .await
     }
@@ -578,7 +590,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
-            let row = template_by(&mut tx, Some(id), None, None).await?;
+            let row = template_by_id_in(&mut tx, id).await?;
             audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(row)
@@ -651,11 +663,10 @@ async fn version_by_id(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Templa
     .await?)
 }
 
-async fn template_by(
+async fn template_by_name_in(
     conn: &mut sqlx::PgConnection,
-    id: Option<Uuid>,
-    org: Option<Uuid>,
-    name: Option<&str>,
+    org: Uuid,
+    name: &str,
 ) -> Result<TemplateRow> {
     Ok(sqlx::query_as!(
         TemplateRow,
@@ -664,12 +675,27 @@ async fn template_by(
            FROM templates t
            JOIN organizations o ON o.id = t.organization_id
            JOIN users u ON u.id = t.created_by
-           WHERE NOT t.deleted
-             AND ($1::uuid IS NULL OR t.id = $1)
-             AND ($2::uuid IS NULL OR (t.organization_id = $2 AND lower(t.name) = lower($3)))"#,
-        id,
+           WHERE t.organization_id = $1 AND lower(t.name) = lower($2) AND NOT t.deleted"#,
         org,
         name
+    )
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+/// A template by id. Its own statement (not optional filters shared with the by-name lookup):
+/// PostgreSQL re-planned that one on every call, since a generic plan of optional filters
+/// cannot use an index.
+async fn template_by_id_in(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<TemplateRow> {
+    Ok(sqlx::query_as!(
+        TemplateRow,
+        r#"SELECT t.*, o.name AS organization_name, o.display_name AS organization_display_name,
+                  o.icon AS organization_icon, u.username AS created_by_username
+           FROM templates t
+           JOIN organizations o ON o.id = t.organization_id
+           JOIN users u ON u.id = t.created_by
+           WHERE t.id = $1 AND NOT t.deleted"#,
+        id
     )
     .fetch_one(&mut *conn)
     .await?)

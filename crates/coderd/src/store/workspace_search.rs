@@ -33,6 +33,9 @@ impl Store {
             return self.list_owned_workspace_ids(owner, q, filter).await;
         }
         timed("list_workspace_ids", async {
+            // One connection for the page and its count: a connection returned to the pool costs
+            // a round trip (sqlx pings it).
+            let mut conn = self.pool.acquire().await?;
             let pattern = substring_pattern(&q.name);
             if q.status.is_empty() {
                 let ids = sqlx::query_scalar!(
@@ -66,7 +69,7 @@ impl Store {
                     q.limit,
                     q.offset
                 )
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *conn)
                 .await?;
                 let total = sqlx::query_scalar!(
                     r#"SELECT count(*) AS "count!"
@@ -94,7 +97,7 @@ impl Store {
                     q.template,
                     q.has_external_agent
                 )
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *conn)
                 .await?;
                 return Ok((ids, total));
             }
@@ -142,7 +145,7 @@ impl Store {
                 q.offset,
                 q.has_external_agent
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *conn)
             .await?;
             let total = rows.first().map_or(0, |r| r.total);
             Ok((rows.into_iter().map(|r| r.id).collect(), total))
@@ -152,7 +155,9 @@ impl Store {
 
     /// `owner:` without a status filter, the dashboard's default (`owner:me`): one owner's
     /// name orders nothing, so the page is a walk of the unique (owner, lower(name)) index
-    /// that stops after `limit` rows, instead of a sort of everything the owner has.
+    /// that stops after `limit` rows, instead of a sort of everything the owner has. The
+    /// template is looked at only when a `template:` filter asks (a subquery the planner
+    /// drops otherwise, where a join was made for every row: ~30% of the count's time).
     async fn list_owned_workspace_ids(
         &self,
         owner: Uuid,
@@ -160,16 +165,19 @@ impl Store {
         filter: &Filter,
     ) -> Result<(Vec<Uuid>, i64)> {
         timed("list_owned_workspace_ids", async {
+            // One connection for the page and its count: a connection returned to the pool costs
+            // a round trip (sqlx pings it).
+            let mut conn = self.pool.acquire().await?;
             let pattern = substring_pattern(&q.name);
             let ids = sqlx::query_scalar!(
                 r#"SELECT w.id
                    FROM workspaces w
-                   JOIN templates t ON t.id = w.template_id
                    WHERE w.owner_id = $6 AND w.deleted = $1
                      AND ($2 OR w.organization_id = ANY($3)
                           OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
                      AND ($7 = '%%' OR w.name ILIKE $7)
-                     AND ($8 = '' OR lower(t.name) = lower($8))
+                     AND ($8 = '' OR EXISTS (SELECT 1 FROM templates t
+                                             WHERE t.id = w.template_id AND lower(t.name) = lower($8)))
                      AND ($9::boolean IS NULL OR (
                           SELECT COALESCE(b.has_external_agent, v.has_external_agent)
                           FROM workspace_builds b
@@ -190,17 +198,17 @@ impl Store {
                 q.limit,
                 q.offset
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *conn)
             .await?;
             let total = sqlx::query_scalar!(
                 r#"SELECT count(*) AS "count!"
                    FROM workspaces w
-                   JOIN templates t ON t.id = w.template_id
                    WHERE w.owner_id = $6 AND w.deleted = $1
                      AND ($2 OR w.organization_id = ANY($3)
                           OR (w.owner_id = $4 AND w.organization_id = ANY($5)))
                      AND ($7 = '%%' OR w.name ILIKE $7)
-                     AND ($8 = '' OR lower(t.name) = lower($8))
+                     AND ($8 = '' OR EXISTS (SELECT 1 FROM templates t
+                                             WHERE t.id = w.template_id AND lower(t.name) = lower($8)))
                      AND ($9::boolean IS NULL OR (
                           SELECT COALESCE(b.has_external_agent, v.has_external_agent)
                           FROM workspace_builds b
@@ -217,7 +225,7 @@ impl Store {
                 q.template,
                 q.has_external_agent
             )
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await?;
             Ok((ids, total))
         })

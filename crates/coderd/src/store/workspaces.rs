@@ -253,32 +253,8 @@ impl Store {
     /// Workspaces by id, in the order of `ids`.
     pub async fn workspaces_by_ids(&self, ids: &[Uuid]) -> Result<Vec<WorkspaceRow>> {
         timed("workspaces_by_ids", async {
-            let mut found = sqlx::query_as!(
-                WorkspaceRow,
-                r#"SELECT w.*, u.username AS owner_username, u.avatar_url AS owner_avatar_url,
-                          o.name AS organization_name, t.name AS template_name,
-                          t.display_name AS template_display_name, t.icon AS template_icon,
-                          t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
-                          t.active_version_id AS template_active_version_id,
-                          t.require_active_version AS template_require_active_version,
-                          t.default_ttl_ms AS template_default_ttl_ms,
-                          t.allow_user_autostart AS template_allow_user_autostart,
-                          t.allow_user_autostop AS template_allow_user_autostop,
-                          t.autostart_allowed_days AS template_autostart_allowed_days,
-                          t.time_til_dormant_autodelete_ms AS template_time_til_dormant_autodelete_ms
-                   FROM workspaces w
-                   JOIN users u ON u.id = w.owner_id
-                   JOIN organizations o ON o.id = w.organization_id
-                   JOIN templates t ON t.id = w.template_id
-                   WHERE w.id = ANY($1)"#,
-                ids
-            )
-            .fetch_all(&self.pool)
-            .await?;
-            let order: std::collections::HashMap<Uuid, usize> =
-                ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-            found.sort_by_key(|w| order.get(&w.id).copied().unwrap_or(usize::MAX));
-            Ok(found)
+            let mut conn = self.pool.acquire().await?;
+            workspaces_by_ids_in(&mut conn, ids).await
         })
         .await
     }
@@ -286,27 +262,8 @@ impl Store {
     /// The newest build of each workspace.
     pub async fn latest_builds(&self, workspaces: &[Uuid]) -> Result<Vec<BuildRow>> {
         timed("latest_builds", async {
-            Ok(sqlx::query_as!(
-                BuildRow,
-                r#"SELECT DISTINCT ON (b.workspace_id)
-                          b.id, b.workspace_id, b.template_version_id, b.build_number, b.transition,
-                          b.initiator_id, b.job_id, b.reason, b.daily_cost, b.deadline, b.max_deadline,
-                          b.created_at, b.updated_at, w.name AS workspace_name,
-                          w.owner_id AS workspace_owner_id, u.username AS owner_username,
-                          u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
-                          i.username AS initiator_username, b.template_version_preset_id,
-                          b.has_ai_task, b.ai_task_sidebar_app_id, b.has_external_agent
-                   FROM workspace_builds b
-                   JOIN workspaces w ON w.id = b.workspace_id
-                   JOIN users u ON u.id = w.owner_id
-                   JOIN users i ON i.id = b.initiator_id
-                   JOIN template_versions v ON v.id = b.template_version_id
-                   WHERE b.workspace_id = ANY($1)
-                   ORDER BY b.workspace_id, b.build_number DESC"#,
-                workspaces
-            )
-            .fetch_all(&self.pool)
-            .await?)
+            let mut conn = self.pool.acquire().await?;
+            latest_builds_in(&mut conn, workspaces).await
         })
         .await
     }
@@ -444,7 +401,7 @@ async fn insert_build(
     Ok(job)
 }
 
-async fn workspace_by(
+pub(super) async fn workspace_by(
     conn: &mut sqlx::PgConnection,
     id: Uuid,
     include_deleted: bool,
@@ -562,4 +519,91 @@ impl Store {
         })
         .await
     }
+}
+
+/// The newest build of each workspace. One workspace is its own statement: with an array,
+/// PostgreSQL re-plans the statement on every call.
+pub(super) async fn latest_builds_in(
+    conn: &mut sqlx::PgConnection,
+    workspaces: &[Uuid],
+) -> Result<Vec<BuildRow>> {
+    if let [workspace] = workspaces {
+        return Ok(sqlx::query_as!(
+            BuildRow,
+            r#"SELECT b.id, b.workspace_id, b.template_version_id, b.build_number, b.transition,
+                      b.initiator_id, b.job_id, b.reason, b.daily_cost, b.deadline, b.max_deadline,
+                      b.created_at, b.updated_at, w.name AS workspace_name,
+                      w.owner_id AS workspace_owner_id, u.username AS owner_username,
+                      u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
+                      i.username AS initiator_username, b.template_version_preset_id,
+                      b.has_ai_task, b.ai_task_sidebar_app_id, b.has_external_agent
+               FROM workspace_builds b
+               JOIN workspaces w ON w.id = b.workspace_id
+               JOIN users u ON u.id = w.owner_id
+               JOIN users i ON i.id = b.initiator_id
+               JOIN template_versions v ON v.id = b.template_version_id
+               WHERE b.workspace_id = $1
+               ORDER BY b.build_number DESC
+               LIMIT 1"#,
+            workspace
+        )
+        .fetch_optional(&mut *conn)
+        .await?
+        .into_iter()
+        .collect());
+    }
+    Ok(sqlx::query_as!(
+        BuildRow,
+        r#"SELECT DISTINCT ON (b.workspace_id)
+                  b.id, b.workspace_id, b.template_version_id, b.build_number, b.transition,
+                  b.initiator_id, b.job_id, b.reason, b.daily_cost, b.deadline, b.max_deadline,
+                  b.created_at, b.updated_at, w.name AS workspace_name,
+                  w.owner_id AS workspace_owner_id, u.username AS owner_username,
+                  u.avatar_url AS owner_avatar_url, v.name AS template_version_name,
+                  i.username AS initiator_username, b.template_version_preset_id,
+                  b.has_ai_task, b.ai_task_sidebar_app_id, b.has_external_agent
+           FROM workspace_builds b
+           JOIN workspaces w ON w.id = b.workspace_id
+           JOIN users u ON u.id = w.owner_id
+           JOIN users i ON i.id = b.initiator_id
+           JOIN template_versions v ON v.id = b.template_version_id
+           WHERE b.workspace_id = ANY($1)
+           ORDER BY b.workspace_id, b.build_number DESC"#,
+        workspaces
+    )
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+/// Workspaces by id, in the order of `ids`.
+pub(super) async fn workspaces_by_ids_in(
+    conn: &mut sqlx::PgConnection,
+    ids: &[Uuid],
+) -> Result<Vec<WorkspaceRow>> {
+    let mut found = sqlx::query_as!(
+        WorkspaceRow,
+        r#"SELECT w.*, u.username AS owner_username, u.avatar_url AS owner_avatar_url,
+                  o.name AS organization_name, t.name AS template_name,
+                  t.display_name AS template_display_name, t.icon AS template_icon,
+                  t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
+                  t.active_version_id AS template_active_version_id,
+                  t.require_active_version AS template_require_active_version,
+                  t.default_ttl_ms AS template_default_ttl_ms,
+                  t.allow_user_autostart AS template_allow_user_autostart,
+                  t.allow_user_autostop AS template_allow_user_autostop,
+                  t.autostart_allowed_days AS template_autostart_allowed_days,
+                  t.time_til_dormant_autodelete_ms AS template_time_til_dormant_autodelete_ms
+           FROM workspaces w
+           JOIN users u ON u.id = w.owner_id
+           JOIN organizations o ON o.id = w.organization_id
+           JOIN templates t ON t.id = w.template_id
+           WHERE w.id = ANY($1)"#,
+        ids
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let order: std::collections::HashMap<Uuid, usize> =
+        ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    found.sort_by_key(|w| order.get(&w.id).copied().unwrap_or(usize::MAX));
+    Ok(found)
 }

@@ -128,12 +128,11 @@ pub async fn list(state: &AppState, subject: &Subject, q: &str) -> Result<Vec<Ta
     let filter = subject.filter(Resource::Workspace);
     let rows = state.store.list_tasks(&search.store, &filter).await?;
     let ids: Vec<Uuid> = rows.iter().map(|t| t.workspace_id).collect();
-    let workspaces: std::collections::HashMap<Uuid, _> =
-        views::workspaces(state, state.store.workspaces_by_ids(&ids).await?)
-            .await?
-            .into_iter()
-            .map(|w| (w.id, w))
-            .collect();
+    let workspaces: std::collections::HashMap<Uuid, _> = views::workspaces_by_ids(state, &ids)
+        .await?
+        .into_iter()
+        .map(|w| (w.id, w))
+        .collect();
     // A workspace deleted since the tasks were read takes its task with it.
     let tasks = rows.into_iter().filter_map(|task| {
         let ws = workspaces.get(&task.workspace_id)?;
