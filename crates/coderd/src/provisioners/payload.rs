@@ -1,9 +1,11 @@
 //! Turning an acquired job row into everything the daemon needs to run it, so the daemon never
 //! has to ask coderd (or a database) for anything else. This runs between acquisition and the
 //! daemon receiving its job, so it is kept to a few queries: the job's context, the template
-//! archive (from [`super::file_cache`]), and for builds the owner's token, the secrets the
-//! version declares (one query when it declares none) and the workspace's task, if any.
+//! archive (from [`super::file_cache`]), and for builds the owner's token and secrets (the
+//! context says which the version declares and the workspace's task, if any; the owner's
+//! secrets are read only when it declares some).
 
+use codersdk::proto::SecretRequirement;
 use codersdk::provisionerd::{
     AcquiredJob, JobKind, Metadata, PrebuiltWorkspaceBuildStage, RichParameterValue, Transition,
     VariableValue,
@@ -104,15 +106,13 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
             } else {
                 String::new()
             };
-            let secrets = crate::secrets::for_build(state, build.build_id, build.owner_id).await?;
+            let wanted: Vec<SecretRequirement> =
+                serde_json::from_value(build.secret_requirements).unwrap_or_default();
+            let secrets = crate::secrets::for_build(state, &wanted, build.owner_id).await?;
             let prebuilt_workspace_build_stage = prebuild_stage(job, build.owner_id);
             // Every build of a task's workspace tells the provider its task and prompt.
-            let (task_id, task_prompt) = state
-                .store
-                .task_of_workspace(build.workspace_id)
-                .await?
-                .map(|(id, prompt)| (id.to_string(), prompt))
-                .unwrap_or_default();
+            let task_id = build.task_id.map(|id| id.to_string()).unwrap_or_default();
+            let task_prompt = build.task_prompt.unwrap_or_default();
             JobKind::WorkspaceBuild {
                 secrets,
                 workspace_build_id: build.build_id,

@@ -18,6 +18,7 @@
 pub(crate) mod routes;
 mod rules;
 
+use codersdk::proto::SecretRequirement;
 use codersdk::provisionerd::BuildSecret;
 use codersdk::usersecrets::{CreateUserSecretRequest, UpdateUserSecretRequest, UserSecret};
 use oauth_client::{KeyRing, SealError};
@@ -263,8 +264,11 @@ pub async fn delete(state: &AppState, subject: &Subject, user: &str, name: &str)
 /// The owner's secrets a build's template version declares, opened for the job that runs it.
 /// Secrets the owner has not set are simply absent: the provider fails a start build that
 /// needs one, with the template's help message.
-pub async fn for_build(state: &AppState, build: Uuid, owner: Uuid) -> Result<Vec<BuildSecret>> {
-    let wanted = state.store.build_secret_requirements(build).await?;
+pub async fn for_build(
+    state: &AppState,
+    wanted: &[SecretRequirement],
+    owner: Uuid,
+) -> Result<Vec<BuildSecret>> {
     if wanted.is_empty() {
         return Ok(Vec::new());
     }

@@ -8,14 +8,14 @@ use uuid::Uuid;
 use codersdk::provisionerd::JobLog;
 
 use super::external_agents::{SealedAgentToken, record_external_tokens};
-use super::jobs::{Claimant, JobRow, MAX_JOB_LOGS_BYTES, claim_job, fit_logs};
-use super::lifecycle::{schedule_facts, schedule_of};
-use super::prebuilds::carry_claimed_agents;
+use super::jobs::{Claimant, JobRow, MAX_JOB_LOGS_BYTES, fit_logs};
+use super::lifecycle::{ScheduleFacts, schedule_of};
+use super::prebuilds::{PREBUILDS_USER_ID, carry_claimed_agents};
 use super::presets::insert_presets;
-use super::resources::insert_resources;
+use super::resource_rows::TreeRows;
 use super::templates::{ImportResult, record_import};
-use super::version_facts::{build_task_app, record_version_facts};
-use super::{Result, Store, timed};
+use super::version_facts::record_version_facts;
+use super::{Error, Result, Store, timed};
 use crate::pubsub::channels;
 
 /// What a successful job produced, as the store records it.
@@ -63,12 +63,18 @@ pub enum FinishOutcome {
 struct Closed<'l> {
     kind: String,
     logs: &'l [JobLog],
+    /// A build's schedule facts, read by the statement that closed it.
+    facts: Option<ScheduleFacts>,
+    /// The build before this one was the prebuilds user's start: this build claims a prebuilt
+    /// workspace, whose agents its own carry on.
+    follows_prebuild: bool,
 }
 
 /// Claims the job for completion: marks it completed if `worker` holds it and it is still open,
 /// and counts the daemon's last log lines against the job's cap — in the same statement when
-/// they all fit, the usual case. Returns the job type and the lines to insert, or how to
-/// answer when it cannot be claimed.
+/// they all fit, the usual case. The same statement reads a build's schedule facts (what its
+/// deadlines follow from) and whether it follows a prebuild. Returns the job type and the lines
+/// to insert, or how to answer when it cannot be claimed.
 async fn close_job<'l>(
     tx: &mut sqlx::PgConnection,
     job: Uuid,
@@ -88,14 +94,31 @@ async fn close_job<'l>(
                    ELSE o.logs_length END
            FROM (SELECT id, logs_length, logs_overflowed FROM provisioner_jobs
                  WHERE id = $1 FOR UPDATE) o
+           LEFT JOIN workspace_builds b ON b.job_id = o.id
+           LEFT JOIN workspaces w ON w.id = b.workspace_id
+           LEFT JOIN templates t ON t.id = w.template_id
            WHERE j.id = o.id AND j.worker_id = $2 AND j.completed_at IS NULL
-           RETURNING j.type, o.logs_length, o.logs_overflowed"#,
+           RETURNING j.type, o.logs_length, o.logs_overflowed,
+                     b.transition AS "transition?", b.workspace_id AS "workspace_id?",
+                     w.ttl_ms AS "ttl_ms?", w.autostart_schedule AS "autostart_schedule?",
+                     t.default_ttl_ms AS "default_ttl_ms?",
+                     t.allow_user_autostop AS "allow_user_autostop?",
+                     t.allow_user_autostart AS "allow_user_autostart?",
+                     t.autostop_requirement_days_of_week AS "autostop_requirement_days_of_week?",
+                     t.autostop_requirement_weeks AS "autostop_requirement_weeks?",
+                     t.autostart_allowed_days AS "autostart_allowed_days?",
+                     EXISTS (SELECT 1 FROM workspace_builds ob
+                             WHERE ob.workspace_id = b.workspace_id
+                               AND ob.build_number = b.build_number - 1
+                               AND ob.initiator_id = $7 AND ob.transition = 'start')
+                         AS "follows_prebuild!""#,
         job,
         worker,
         error,
         error_code,
         total,
-        i64::from(MAX_JOB_LOGS_BYTES)
+        i64::from(MAX_JOB_LOGS_BYTES),
+        PREBUILDS_USER_ID
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -112,9 +135,32 @@ async fn close_job<'l>(
             .execute(&mut *tx)
             .await?;
         }
+        let facts = match (
+            closed.transition,
+            closed.workspace_id,
+            closed.default_ttl_ms,
+        ) {
+            (Some(transition), Some(workspace_id), Some(default_ttl_ms)) => Some(ScheduleFacts {
+                transition,
+                workspace_id,
+                ttl_ms: closed.ttl_ms,
+                autostart_schedule: closed.autostart_schedule,
+                default_ttl_ms,
+                allow_user_autostop: closed.allow_user_autostop.unwrap_or_default(),
+                allow_user_autostart: closed.allow_user_autostart.unwrap_or_default(),
+                autostop_requirement_days_of_week: closed
+                    .autostop_requirement_days_of_week
+                    .unwrap_or_default(),
+                autostop_requirement_weeks: closed.autostop_requirement_weeks.unwrap_or_default(),
+                autostart_allowed_days: closed.autostart_allowed_days.unwrap_or_default(),
+            }),
+            _ => None,
+        };
         return Ok(Ok(Closed {
             kind: closed.r#type,
             logs: kept,
+            facts,
+            follows_prebuild: closed.follows_prebuild,
         }));
     }
     let current = sqlx::query!(
@@ -135,16 +181,32 @@ async fn close_job<'l>(
     }))
 }
 
-/// The end of every completion in one statement: the daemon's last log lines, the job's
-/// timings, and the notifications (`notes`: channel and payload, sent in order, then the job's
-/// own update and logs announcements).
+/// A successful build's own write: its state, facts and deadlines, and its workspace's next
+/// start (or deletion).
+struct BuildWrite<'a> {
+    state: &'a [u8],
+    has_ai_task: bool,
+    task_app: Option<Uuid>,
+    has_external_agent: bool,
+    /// A start's deadline and max deadline; other transitions keep theirs.
+    deadlines: Option<crate::schedule::Autostop>,
+    delete: bool,
+    next_start_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The end of every completion in one statement: a successful build's write, the daemon's last
+/// log lines, the job's timings, the notifications (`notes`: channel and payload, sent in
+/// order, then the job's own update and logs announcements) and, for a daemon whose result
+/// said it is idle, the claim of its next job.
 async fn record_tail(
     tx: &mut sqlx::PgConnection,
     job: Uuid,
     logs: &[JobLog],
     timings: &[Timing],
     mut notes: Vec<(&str, String)>,
-) -> Result<()> {
+    build: Option<BuildWrite<'_>>,
+    next: Option<&Claimant<'_>>,
+) -> Result<Option<JobRow>> {
     let log_created: Vec<chrono::DateTime<chrono::Utc>> =
         logs.iter().map(|l| l.created_at).collect();
     let log_sources: Vec<String> = logs.iter().map(|l| l.source.as_str().to_string()).collect();
@@ -165,17 +227,65 @@ async fn record_tail(
         .into_iter()
         .map(|(channel, payload)| (channel.to_string(), payload))
         .unzip();
-    sqlx::query!(
-        r#"WITH logs AS (
+    let deadlines = build.as_ref().and_then(|b| b.deadlines);
+    // Without a claimant no (provisioner, tag key) pair exists, so nothing is claimed.
+    let (org, provisioners, tag_keys, worker) = match next {
+        Some(c) => (Some(c.org), c.provisioners, c.tag_keys, Some(c.worker)),
+        None => (None, &[][..], &[][..], None),
+    };
+    // The result is one row whether or not a job is claimed, so the notifications (a
+    // sub-select of it) are sent either way. The claimed job comes back as JSON for the same
+    // reason: a row of its own would be absent when nothing is claimed. Its claim time is the
+    // claim's own (`clock_timestamp()`): `now()` is when the completion's transaction began.
+    let row = sqlx::query!(
+        r#"WITH b AS (
+               UPDATE workspace_builds
+               SET provisioner_state = $16, updated_at = now(),
+                   has_ai_task = $17, ai_task_sidebar_app_id = $18,
+                   has_external_agent = $19,
+                   deadline = CASE WHEN $20 THEN $21 ELSE deadline END,
+                   max_deadline = CASE WHEN $20 THEN $22 ELSE max_deadline END
+               WHERE job_id = $1 AND $15
+               RETURNING workspace_id
+           ), w AS (
+               UPDATE workspaces w
+               SET next_start_at = CASE WHEN $23 THEN w.next_start_at ELSE $24 END,
+                   deleted = w.deleted OR $23,
+                   updated_at = CASE WHEN $23 THEN now() ELSE w.updated_at END
+               FROM b WHERE w.id = b.workspace_id
+           ), logs AS (
                INSERT INTO provisioner_job_logs (job_id, created_at, source, level, stage, output)
                SELECT $1, * FROM unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[])
            ), timings AS (
                INSERT INTO provisioner_job_timings (job_id, stage, source, action, resource, started_at, ended_at)
                SELECT $1, * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[])
+           ), candidate AS (
+               SELECT head.id
+               FROM unnest($26::text[]) AS p(provisioner)
+               CROSS JOIN unnest($27::text[]) AS k(tags_key)
+               CROSS JOIN LATERAL (
+                   SELECT j.id, j.created_at
+                   FROM provisioner_jobs j
+                   WHERE j.organization_id = $25
+                     AND j.provisioner = p.provisioner
+                     AND j.tags_key = k.tags_key
+                     AND j.started_at IS NULL
+                     AND j.canceled_at IS NULL
+                   ORDER BY j.created_at, j.id
+                   LIMIT 1
+                   FOR UPDATE SKIP LOCKED
+               ) head
+               ORDER BY head.created_at, head.id
+               LIMIT 1
+           ), claimed AS (
+               UPDATE provisioner_jobs
+               SET started_at = clock_timestamp(), updated_at = clock_timestamp(), worker_id = $28
+               WHERE id = (SELECT id FROM candidate)
+               RETURNING *
            )
-           SELECT pg_notify(n.channel, n.payload)
-           FROM unnest($13::text[], $14::text[]) WITH ORDINALITY AS n(channel, payload, position)
-           ORDER BY n.position"#,
+           SELECT (SELECT count(pg_notify(n.channel, n.payload))
+                   FROM unnest($13::text[], $14::text[]) AS n(channel, payload)) AS "sent!",
+                  (SELECT to_jsonb(c) FROM claimed c) AS claimed"#,
         job,
         &log_created,
         &log_sources,
@@ -189,11 +299,29 @@ async fn record_tail(
         &started,
         &ended,
         &note_channels,
-        &note_payloads
+        &note_payloads,
+        build.is_some(),
+        build.as_ref().map(|b| b.state),
+        build.as_ref().is_some_and(|b| b.has_ai_task),
+        build.as_ref().and_then(|b| b.task_app),
+        build.as_ref().is_some_and(|b| b.has_external_agent),
+        deadlines.is_some(),
+        deadlines.and_then(|d| d.deadline),
+        deadlines.and_then(|d| d.max_deadline),
+        build.as_ref().is_some_and(|b| b.delete),
+        build.as_ref().and_then(|b| b.next_start_at),
+        org,
+        provisioners,
+        tag_keys,
+        worker
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
-    Ok(())
+    debug_assert_eq!(row.sent, note_channels.len() as i64);
+    row.claimed
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| Error::Database(sqlx::Error::Decode(Box::new(e))))
 }
 
 impl Store {
@@ -232,7 +360,7 @@ impl Store {
                 Err(outcome) => return Ok((outcome, None)),
             };
             let mut notes = Vec::new();
-            match completion {
+            let build = match completion {
                 Completion::Import {
                     result,
                     start_resources,
@@ -242,8 +370,14 @@ impl Store {
                     record_import(&mut tx, job, result).await?;
                     record_version_facts(&mut tx, job, features).await?;
                     insert_presets(&mut tx, job, &features.presets).await?;
-                    insert_resources(&mut tx, job, "start", start_resources).await?;
-                    insert_resources(&mut tx, job, "stop", stop_resources).await?;
+                    let now = chrono::Utc::now();
+                    // The stop rows after the start ones are in: a sub-agent id the start
+                    // resources took is taken for the stop ones.
+                    let start = TreeRows::of(&mut tx, start_resources).await?;
+                    start.insert(&mut tx, job, "start", now).await?;
+                    let stop = TreeRows::of(&mut tx, stop_resources).await?;
+                    stop.insert(&mut tx, job, "stop", now).await?;
+                    None
                 }
                 Completion::Build {
                     state,
@@ -252,54 +386,36 @@ impl Store {
                     external_tokens,
                     schedule,
                 } => {
-                    let facts = schedule_facts(&mut tx, job).await?;
-                    insert_resources(&mut tx, job, &facts.transition, resources).await?;
-                    let task_app = build_task_app(&mut tx, job, resources, features).await?;
-                    let delete = facts.transition == "delete";
-                    let (deadlines, next_start_at) = schedule_of(&facts, schedule);
-                    // The build's state, facts and deadlines and its workspace's next start (or
-                    // deletion) in one statement.
-                    sqlx::query!(
-                        r#"WITH b AS (
-                               UPDATE workspace_builds
-                               SET provisioner_state = $2, updated_at = now(),
-                                   has_ai_task = $3, ai_task_sidebar_app_id = $4,
-                                   has_external_agent = $5,
-                                   deadline = CASE WHEN $6 THEN $7 ELSE deadline END,
-                                   max_deadline = CASE WHEN $6 THEN $8 ELSE max_deadline END
-                               WHERE job_id = $1
-                               RETURNING workspace_id
-                           )
-                           UPDATE workspaces w
-                           SET next_start_at = CASE WHEN $9 THEN w.next_start_at ELSE $10 END,
-                               deleted = w.deleted OR $9,
-                               updated_at = CASE WHEN $9 THEN now() ELSE w.updated_at END
-                           FROM b WHERE w.id = b.workspace_id"#,
-                        job,
-                        state,
-                        !features.ai_tasks.is_empty(),
-                        task_app,
-                        features.has_external_agents,
-                        deadlines.is_some(),
-                        deadlines.and_then(|d| d.deadline),
-                        deadlines.and_then(|d| d.max_deadline),
-                        delete,
-                        next_start_at
-                    )
-                    .execute(&mut *tx)
-                    .await?;
+                    let facts = closed.facts.ok_or(Error::NotFound)?;
+                    let rows = TreeRows::of(&mut tx, resources).await?;
+                    rows.insert(&mut tx, job, &facts.transition, chrono::Utc::now())
+                        .await?;
                     record_external_tokens(&mut tx, job, external_tokens).await?;
-                    for agent in carry_claimed_agents(&mut tx, job).await? {
-                        notes.push((channels::AGENT_UPDATED, agent.to_string()));
+                    if closed.follows_prebuild {
+                        for agent in carry_claimed_agents(&mut tx, job).await? {
+                            notes.push((channels::AGENT_UPDATED, agent.to_string()));
+                        }
                     }
                     notes.push((channels::WORKSPACE_UPDATED, facts.workspace_id.to_string()));
+                    let (deadlines, next_start_at) = schedule_of(&facts, schedule);
+                    Some(BuildWrite {
+                        state,
+                        has_ai_task: !features.ai_tasks.is_empty(),
+                        // The app an AI task names, as the provider knows it (it may be an
+                        // app of a dev container's sub-agent).
+                        task_app: features
+                            .ai_tasks
+                            .first()
+                            .and_then(|task| rows.app_id(&task.app_id)),
+                        has_external_agent: features.has_external_agents,
+                        deadlines,
+                        delete: facts.transition == "delete",
+                        next_start_at,
+                    })
                 }
-            }
-            record_tail(&mut tx, job, closed.logs, timings, notes).await?;
-            let claimed = match next {
-                Some(claimant) => claim_job(&mut *tx, claimant).await?,
-                None => None,
             };
+            let claimed =
+                record_tail(&mut tx, job, closed.logs, timings, notes, build, next).await?;
             tx.commit().await?;
             Ok((FinishOutcome::Recorded, claimed))
         })
@@ -361,11 +477,9 @@ impl Store {
                 .await?;
                 notes.push((channels::WORKSPACE_UPDATED, workspace.to_string()));
             }
-            record_tail(&mut tx, job, closed.logs, &failure.timings, notes).await?;
-            let claimed = match next {
-                Some(claimant) => claim_job(&mut *tx, claimant).await?,
-                None => None,
-            };
+            let claimed =
+                record_tail(&mut tx, job, closed.logs, &failure.timings, notes, None, next)
+                    .await?;
             tx.commit().await?;
             Ok((FinishOutcome::Recorded, claimed))
         })

@@ -19,7 +19,8 @@ pub const QUEUE_COUNT_CAP: i64 = 10_000;
 /// Most bytes of log output kept per job; later lines are dropped and the job flagged.
 pub const MAX_JOB_LOGS_BYTES: i32 = 1 << 20;
 
-#[derive(Debug, Clone, PartialEq)]
+/// Deserialize: a completion's claim returns the claimed row as JSON.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct JobRow {
     pub id: Uuid,
     pub created_at: DateTime<Utc>,
@@ -490,10 +491,10 @@ pub struct Claimant<'a> {
 
 /// The acquire statement: for each (provisioner, tag key) the daemon accepts, the oldest
 /// pending job of that key through the partial pending index (locked rows skipped), and of
-/// those heads the oldest, claimed for `worker`. Runs on the pool or inside a transaction (a
-/// completion's, when the daemon's result said it is idle after it). `started_at` is the
-/// claim's own time: inside a completion's transaction `now()` is when that transaction began,
-/// which may be before the claimed job was even created.
+/// those heads the oldest, claimed for `worker`. A completion whose daemon said it is idle after
+/// it claims with the same query in its last statement (`completion::record_tail`): keep the
+/// two alike. `started_at` is the claim's own time (`clock_timestamp()`): inside a transaction
+/// `now()` is when the transaction began, which may be before the claimed job was even created.
 pub(super) async fn claim_job<'e, E: sqlx::PgExecutor<'e>>(
     executor: E,
     claimant: &Claimant<'_>,

@@ -387,39 +387,19 @@ pub(crate) async fn bump_deadlines(tx: &mut sqlx::PgConnection, used: &[Uuid]) -
 }
 
 /// What a completing build's schedule follows from: the build's transition and workspace, and
-/// the workspace's and its template's schedule settings. Read once in the completion
-/// transaction, before its one write of the build and the workspace.
+/// the workspace's and its template's schedule settings. Read by the statement that closes the
+/// job in the completion transaction, before its one write of the build and the workspace.
 pub(crate) struct ScheduleFacts {
     pub transition: String,
     pub workspace_id: Uuid,
-    ttl_ms: Option<i64>,
-    autostart_schedule: Option<String>,
-    default_ttl_ms: i64,
-    allow_user_autostop: bool,
-    allow_user_autostart: bool,
-    autostop_requirement_days_of_week: i16,
-    autostop_requirement_weeks: i64,
-    autostart_allowed_days: i16,
-}
-
-pub(crate) async fn schedule_facts(
-    tx: &mut sqlx::PgConnection,
-    job: Uuid,
-) -> Result<ScheduleFacts> {
-    Ok(sqlx::query_as!(
-        ScheduleFacts,
-        r#"SELECT b.transition, b.workspace_id, w.ttl_ms, w.autostart_schedule, t.default_ttl_ms,
-                  t.allow_user_autostop, t.allow_user_autostart,
-                  t.autostop_requirement_days_of_week, t.autostop_requirement_weeks,
-                  t.autostart_allowed_days
-           FROM workspace_builds b
-           JOIN workspaces w ON w.id = b.workspace_id
-           JOIN templates t ON t.id = w.template_id
-           WHERE b.job_id = $1"#,
-        job
-    )
-    .fetch_one(&mut *tx)
-    .await?)
+    pub ttl_ms: Option<i64>,
+    pub autostart_schedule: Option<String>,
+    pub default_ttl_ms: i64,
+    pub allow_user_autostop: bool,
+    pub allow_user_autostart: bool,
+    pub autostop_requirement_days_of_week: i16,
+    pub autostop_requirement_weeks: i64,
+    pub autostart_allowed_days: i16,
 }
 
 /// A successful build's consequences for the schedule: a start gets its deadline and max

@@ -15,6 +15,7 @@ mod organizations;
 mod port_shares;
 mod prebuilds;
 mod presets;
+mod resource_rows;
 mod resource_trees;
 mod resources;
 mod site;

@@ -7,17 +7,13 @@
 //! parent what the container shares with the machine it runs on: OS, architecture, display
 //! apps, connection timeout and troubleshooting URL. It gets no token: in Coder the parent
 //! agent hands the sub-agent its credentials when it starts the container, and no container
-//! ever starts here (no container engine), so nothing could use one.
+//! ever starts here (no container engine), so nothing could use one. Its rows are made with
+//! the rest of the job's ([`super::resource_rows`]).
 
-use chrono::{DateTime, Utc};
 use codersdk::proto::{self, AgentAuth};
-use uuid::Uuid;
-
-use super::Result;
-use super::resources::{insert_agent, insert_log_source};
 
 /// The agent a container's sub-agent is recorded as.
-fn subagent_of(parent: &proto::Agent, container: &proto::Devcontainer) -> proto::Agent {
+pub(super) fn subagent_of(parent: &proto::Agent, container: &proto::Devcontainer) -> proto::Agent {
     proto::Agent {
         id: container.subagent_id.clone(),
         name: container.name.clone(),
@@ -35,62 +31,6 @@ fn subagent_of(parent: &proto::Agent, container: &proto::Devcontainer) -> proto:
         api_key_scope: parent.api_key_scope.clone(),
         ..proto::Agent::default()
     }
-}
-
-/// The sub-agent's id: the provider's `subagent_id` (so the API shows the id the template
-/// sees), unless it is not a UUID or an earlier build's row already holds it (a stop build
-/// keeps the container's state, and every build's rows are its own).
-async fn subagent_id(tx: &mut sqlx::PgConnection, container: &proto::Devcontainer) -> Result<Uuid> {
-    let Ok(wanted) = container.subagent_id.parse::<Uuid>() else {
-        return Ok(Uuid::new_v4());
-    };
-    let taken = sqlx::query_scalar!(
-        r#"SELECT EXISTS (SELECT 1 FROM workspace_agents WHERE id = $1) AS "taken!""#,
-        wanted
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    Ok(if taken { Uuid::new_v4() } else { wanted })
-}
-
-/// Stores one of `parent`'s dev containers with its sub-agent, inside the caller's transaction.
-pub(super) async fn insert_devcontainer(
-    tx: &mut sqlx::PgConnection,
-    resource_id: Uuid,
-    parent: &proto::Agent,
-    parent_id: Uuid,
-    container: &proto::Devcontainer,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let id = subagent_id(tx, container).await?;
-    let subagent = insert_agent(
-        tx,
-        resource_id,
-        &subagent_of(parent, container),
-        Some((parent_id, id)),
-        now,
-    )
-    .await?;
-    // The parent reports on the container (starting it, or why it cannot) under a log source
-    // of its own.
-    let name = format!("Dev container {}", container.name);
-    let log_source = insert_log_source(tx, parent_id, &name, "", now).await?;
-    sqlx::query!(
-        r#"INSERT INTO workspace_agent_devcontainers (id, agent_id, log_source_id, name,
-               workspace_folder, config_path, created_at, subagent_id)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"#,
-        Uuid::new_v4(),
-        parent_id,
-        log_source,
-        container.name,
-        container.workspace_folder,
-        container.config_path,
-        now,
-        subagent
-    )
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -131,21 +131,6 @@ impl Store {
         .await
     }
 
-    /// The live task a workspace runs, as its builds tell the provider: id and prompt.
-    pub async fn task_of_workspace(&self, workspace: Uuid) -> Result<Option<(Uuid, String)>> {
-        timed("task_of_workspace", async {
-            Ok(sqlx::query!(
-                r#"SELECT id, prompt FROM tasks
-                   WHERE workspace_id = $1 AND deleted_at IS NULL"#,
-                workspace
-            )
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| (r.id, r.prompt)))
-        })
-        .await
-    }
-
     /// Marks a task deleted; false when it already was.
     pub async fn delete_task(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool> {
         timed("delete_task", async {

@@ -471,10 +471,16 @@ pub struct BuildContext {
     pub template_name: String,
     pub version_name: String,
     pub user_variable_values: serde_json::Value,
+    /// The owner's secrets the version declares (`coder_secret`), as stored at import.
+    pub secret_requirements: serde_json::Value,
+    /// The workspace's task and its prompt, when it is a task's.
+    pub task_id: Option<Uuid>,
+    pub task_prompt: Option<String>,
 }
 
 impl Store {
-    /// The build a job runs, with its workspace, owner, template, version, state and parameters.
+    /// The build a job runs, with its workspace, owner, template, version, state, parameters,
+    /// the secrets its version declares and its workspace's task.
     pub async fn build_context(&self, build: Uuid) -> Result<BuildContext> {
         timed("build_context", async {
             Ok(sqlx::query_as!(
@@ -487,12 +493,14 @@ impl Store {
                           w.id AS workspace_id, w.name AS workspace_name,
                           u.id AS owner_id, u.username AS owner_username, u.email AS owner_email,
                           u.name AS owner_name, t.id AS template_id, t.name AS template_name,
-                          v.name AS version_name, v.user_variable_values
+                          v.name AS version_name, v.user_variable_values, v.secret_requirements,
+                          k.id AS "task_id?", k.prompt AS "task_prompt?"
                    FROM workspace_builds b
                    JOIN workspaces w ON w.id = b.workspace_id
                    JOIN users u ON u.id = w.owner_id
                    JOIN template_versions v ON v.id = b.template_version_id
                    JOIN templates t ON t.id = w.template_id
+                   LEFT JOIN tasks k ON k.workspace_id = w.id AND k.deleted_at IS NULL
                    WHERE b.id = $1"#,
                 build
             )

@@ -24,6 +24,7 @@ mod presets;
 mod queue;
 mod rbac;
 mod relay;
+mod resource_rows;
 mod robustness;
 mod same_origin;
 mod schedules;
