@@ -23,6 +23,10 @@ use tokio_util::sync::CancellationToken;
 pub mod channels {
     /// A provisioner job became pending: payload `<org id>:<job id>:<provisioner>:<tags key>`.
     pub const JOB_POSTED: &str = "coderd_job_posted";
+    /// A job its daemon handed back is pending again: payload as for [`JOB_POSTED`]. A channel
+    /// of its own because every replica has heard of the job already, under `JOB_POSTED`, and
+    /// drops a repeat of that posting.
+    pub const JOB_REQUEUED: &str = "coderd_job_requeued";
     /// New logs or completion of a job: payload `<job id>`.
     pub const JOB_LOGS: &str = "coderd_job_logs";
     /// A job changed state (cancel requested, completed): payload `<job id>`.
@@ -38,6 +42,7 @@ pub mod channels {
 
     pub const ALL: &[&str] = &[
         JOB_POSTED,
+        JOB_REQUEUED,
         JOB_LOGS,
         JOB_UPDATED,
         AGENT_UPDATED,

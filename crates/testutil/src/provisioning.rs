@@ -97,21 +97,32 @@ impl DaemonSpec {
     }
 }
 
+/// Starts an echo daemon connected to the coderd at `url` over a WebSocket.
+fn spawn_daemon(url: &url::Url, spec: DaemonSpec) -> anyhow::Result<TestDaemon> {
+    let connector = WebSocketConnector::new(url.clone(), spec.org.clone(), spec.auth)?;
+    let mut config = DaemonConfig::new(spec.name.clone()).with_engine("echo", Arc::new(EchoEngine));
+    config.tags = spec.tags;
+    config.shutdown_grace = spec.shutdown_grace;
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn(provisionerd::run(connector, config, stop.clone()));
+    Ok(TestDaemon {
+        name: spec.name,
+        stop,
+        handle: Some(handle),
+    })
+}
+
+impl crate::Replica {
+    /// Starts an echo daemon connected to this replica.
+    pub fn daemon(&self, spec: DaemonSpec) -> anyhow::Result<TestDaemon> {
+        spawn_daemon(&self.url, spec)
+    }
+}
+
 impl TestApp {
     /// Starts an echo daemon connected to this coderd over a WebSocket.
     pub fn daemon(&self, spec: DaemonSpec) -> anyhow::Result<TestDaemon> {
-        let connector = WebSocketConnector::new(self.url.clone(), spec.org.clone(), spec.auth)?;
-        let mut config =
-            DaemonConfig::new(spec.name.clone()).with_engine("echo", Arc::new(EchoEngine));
-        config.tags = spec.tags;
-        config.shutdown_grace = spec.shutdown_grace;
-        let stop = CancellationToken::new();
-        let handle = tokio::spawn(provisionerd::run(connector, config, stop.clone()));
-        Ok(TestDaemon {
-            name: spec.name,
-            stop,
-            handle: Some(handle),
-        })
+        spawn_daemon(&self.url, spec)
     }
 
     /// Uploads an echo template and starts its import (without waiting).

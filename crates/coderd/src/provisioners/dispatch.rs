@@ -6,7 +6,9 @@
 //! job keeps acquisition queries proportional to jobs, not to jobs × daemons. When the woken
 //! daemon ends up with another (older) job, the posting is handed on to the next idle daemon, so
 //! no job waits while a matching daemon idles. A slow poll per idle daemon is only the safety
-//! net for lost notifications; a pubsub reconnect wakes everyone once.
+//! net for lost notifications; a pubsub reconnect wakes everyone once. A job a stopping daemon
+//! hands back is announced on a channel of its own: every process has seen the job's first
+//! posting and drops a repeat of it, but a hand-back is news to all of them.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -112,18 +114,23 @@ impl Dispatcher {
     /// Starts listening for postings; runs until `shutdown`.
     pub fn start(pubsub: &Pubsub, shutdown: CancellationToken) -> Self {
         let dispatcher = Self::default();
-        let mut sub = pubsub.subscribe(channels::JOB_POSTED, None);
+        let mut posted = pubsub.subscribe(channels::JOB_POSTED, None);
+        let mut requeued = pubsub.subscribe(channels::JOB_REQUEUED, None);
         let this = dispatcher.clone();
         tokio::spawn(async move {
             loop {
-                let event = tokio::select! {
+                let (event, requeue) = tokio::select! {
                     () = shutdown.cancelled() => return,
-                    e = sub.recv() => e,
+                    e = posted.recv() => (e, false),
+                    e = requeued.recv() => (e, true),
                 };
                 match event {
                     Some(Event::Message { key, data }) => {
-                        if let Some(posting) = Posting::parse(&key, &data) {
-                            this.announce(posting);
+                        match Posting::parse(&key, &data) {
+                            // Known here already by its first posting: dispatched again.
+                            Some(posting) if requeue => this.post(posting),
+                            Some(posting) => this.announce(posting),
+                            None => {}
                         }
                     }
                     Some(Event::Reconnected) => this.wake_all(),

@@ -295,22 +295,11 @@ impl Session {
             .release_job(job_id, self.daemon.id, logs)
             .await
         {
-            Ok(ReleaseOutcome::Requeued {
-                org,
-                provisioner,
-                tags_key,
-            }) => {
+            Ok(ReleaseOutcome::Requeued) => {
                 tracing::info!(job = %job_id, daemon = %self.daemon.name, "the daemon handed the job back; it is queued again");
                 metrics::counter!("coderd_provisioner_jobs_handed_back_total").increment(1);
                 self.release(job_id);
-                // Its NOTIFY repeats a posting this process announced already, which the
-                // dispatcher drops as a repeat: an idle daemon here would wait for its poll.
-                self.state.dispatcher.post(Posting {
-                    org,
-                    job: job_id,
-                    provisioner,
-                    tags_key,
-                });
+                // Its JOB_REQUEUED notification wakes an idle daemon, here or on any replica.
                 self.send(ServerMessage::Finished { job_id }).await
             }
             Ok(ReleaseOutcome::Canceled) => {

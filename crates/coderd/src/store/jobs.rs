@@ -81,12 +81,8 @@ pub enum UpdateOutcome {
 /// What became of a job its daemon handed back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReleaseOutcome {
-    /// Pending again, at its old place in the queue; what a posting of it names.
-    Requeued {
-        org: Uuid,
-        provisioner: String,
-        tags_key: String,
-    },
+    /// Pending again, at its old place in the queue, and announced (`JOB_REQUEUED`).
+    Requeued,
     /// Cancelled meanwhile: the caller ends it as cancelled instead.
     Canceled,
     /// Not this daemon's (any more).
@@ -284,15 +280,11 @@ impl Store {
                 "{}:{}:{}:{}",
                 row.organization_id, job, row.provisioner, row.tags_key
             );
-            notify(&mut tx, channels::JOB_POSTED, posted).await?;
+            notify(&mut tx, channels::JOB_REQUEUED, posted).await?;
             notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
             notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             tx.commit().await?;
-            Ok(ReleaseOutcome::Requeued {
-                org: row.organization_id,
-                provisioner: row.provisioner,
-                tags_key: row.tags_key,
-            })
+            Ok(ReleaseOutcome::Requeued)
         })
         .await
     }

@@ -7,10 +7,11 @@ use std::time::Duration;
 use codersdk::Client;
 use codersdk::organizations::CreateOrganizationRequest;
 use codersdk::provisioners::{CreateProvisionerKeyRequest, ProvisionerJobStatus};
+use codersdk::templates::TemplateVersion;
 use codersdk::workspaces::CreateWorkspaceRequest;
 use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use provisionerd::{DaemonAuth, DaemonError};
-use testutil::{DaemonSpec, TestApp, eventually, wait_build, wait_job};
+use testutil::{DaemonSpec, TestApp, TestDaemon, eventually, wait_build, wait_job};
 
 /// How long a job a daemon should NOT take is watched. Dispatch is push-based (milliseconds),
 /// so a matching daemon would have taken it long before.
@@ -503,14 +504,15 @@ async fn n_daemons_run_n_builds_at_once() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A daemon told to stop (`docker stop` of a provisioner container) whose grace runs out before
-/// its job changed anything hands the job back: it is pending again, and the next daemon runs
-/// it from the start instead of the build failing.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Result<()> {
-    let app = TestApp::new().await?;
-    let (owner, _) = app.owner().await?;
-    let mut spec = DaemonSpec::new("leaving", session(&owner));
+/// A daemon with a short shutdown grace, running a 3 s import when this returns. `running` in
+/// the database means claimed, not yet received: the daemon's first log lines say it runs the
+/// job. (A job still on its way when the daemon stops is handed back too, without these lines:
+/// see `a_stopping_idle_daemon_hands_back_the_job_on_its_way`.)
+async fn slow_import_on_a_leaving_daemon(
+    app: &TestApp,
+    owner: &Client,
+) -> anyhow::Result<(TestDaemon, TemplateVersion)> {
+    let mut spec = DaemonSpec::new("leaving", session(owner));
     spec.shutdown_grace = Duration::from_millis(300);
     let leaving = app.daemon(spec)?;
     let slow = EchoTemplate {
@@ -520,16 +522,24 @@ async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Re
         }),
         ..Default::default()
     };
-    let version = app.echo_version(&owner, "default", &slow, &[]).await?;
-    // `running` in the database means claimed, not yet received: the daemon's first log lines
-    // say it runs the job. (A job still on its way when the daemon stops is handed back too,
-    // without these lines: see `a_stopping_idle_daemon_hands_back_the_job_on_its_way`.)
+    let version = app.echo_version(owner, "default", &slow, &[]).await?;
     eventually(
         Duration::from_secs(10),
         "the daemon running the import",
         || async { Ok(!owner.template_version_logs(version.id).await?.is_empty()) },
     )
     .await?;
+    Ok((leaving, version))
+}
+
+/// A daemon told to stop (`docker stop` of a provisioner container) whose grace runs out before
+/// its job changed anything hands the job back: it is pending again, and the next daemon runs
+/// it from the start instead of the build failing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let (leaving, version) = slow_import_on_a_leaving_daemon(&app, &owner).await?;
 
     // Another daemon waits idle already: the hand-back wakes it (not its safety poll, 10 s).
     let _next = app.daemon(DaemonSpec::new("next", session(&owner)))?;
@@ -554,6 +564,37 @@ async fn a_stopping_daemon_hands_back_a_job_that_changed_nothing() -> anyhow::Re
             .any(|l| l.output.contains("handing the job back to the queue")),
         "the attempt's lines stay in the job's log"
     );
+    Ok(())
+}
+
+/// A hand-back reaches the daemons of every replica: the job was posted long before, so each
+/// replica has seen it, yet the idle daemon on the other replica takes it at once instead of
+/// on its safety poll (10 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_handed_back_on_one_replica_wakes_a_daemon_on_another() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let other = app.replica(|_| {}).await?;
+    let (owner, _) = app.owner().await?;
+    let (leaving, version) = slow_import_on_a_leaving_daemon(&app, &owner).await?;
+
+    let _next = other.daemon(DaemonSpec::new("next", session(&owner)))?;
+    eventually(
+        Duration::from_secs(10),
+        "the other replica's daemon idle",
+        || async { Ok(other.state.dispatcher.idle_count() == 1) },
+    )
+    .await?;
+    assert_eq!(app.state.dispatcher.idle_count(), 0);
+
+    assert!(leaving.stop().await?.is_ok(), "the daemon exits cleanly");
+    eventually(
+        Duration::from_secs(5),
+        "the other replica's daemon taking the job",
+        || async { Ok(owner.template_version(version.id).await?.job.worker_name == "next") },
+    )
+    .await?;
+    let job = wait_job(|| async { Ok(owner.template_version(version.id).await?.job) }).await?;
+    assert_eq!(job.status, ProvisionerJobStatus::Succeeded, "{}", job.error);
     Ok(())
 }
 
