@@ -85,6 +85,9 @@ pub struct Terraform {
     interrupt_grace: Duration,
     /// The last binary `terraform version` accepted, so later jobs need not ask again.
     checked: Mutex<Option<Checked>>,
+    /// Terraform's checksum of our `coder/coder` package in the mirror, which every job's lock
+    /// file pins (see [`crate::lockfile`]).
+    coder_provider_hash: String,
 }
 
 /// A terraform binary found recent enough, and how its file looked then: a binary replaced
@@ -131,8 +134,10 @@ impl Terraform {
             move |source| SetupError { path, source }
         };
         std::fs::create_dir_all(&plugins).map_err(setup(&plugins))?;
-        terraform_provider_coder::install_into_mirror(&mirror, &settings.provider)
+        let entry = terraform_provider_coder::install_into_mirror(&mirror, &settings.provider)
             .map_err(setup(&mirror))?;
+        let package = entry.parent().unwrap_or(&mirror);
+        let coder_provider_hash = crate::lockfile::package_hash(package).map_err(setup(package))?;
         let config = terraform_provider_coder::cli_config(&mirror, Some(&plugins));
         let staging = root.join(format!(".cli.tfrc.{}", std::process::id()));
         std::fs::write(&staging, config).map_err(setup(&staging))?;
@@ -143,6 +148,7 @@ impl Terraform {
             env: DaemonEnv::new(&settings.base_env, &cli_config, &plugins),
             interrupt_grace: settings.interrupt_grace,
             checked: Mutex::new(None),
+            coder_provider_hash,
         })
     }
 
@@ -174,6 +180,10 @@ impl Terraform {
 
     pub(crate) fn daemon_env(&self) -> &DaemonEnv {
         &self.env
+    }
+
+    pub(crate) fn coder_provider_hash(&self) -> &str {
+        &self.coder_provider_hash
     }
 
     /// A runner for a job's commands; [`Self::checked_version`] points it at the terraform

@@ -363,25 +363,29 @@ impl Session<'_> {
         Ok(out)
     }
 
-    /// Drops our provider from the lock file, checks terraform, and runs `init`.
+    /// Pins our provider in the lock file, checks terraform, and runs `init`.
     async fn prepare(&mut self) -> StageResult<()> {
         let logs = self.runner.logs;
         match at(
             INIT,
-            lockfile::drop_coder_provider(self.workdir)
-                .map_err(Error::io(format!("editing {}", lockfile::FILE_NAME))),
+            lockfile::pin_coder_provider(
+                self.workdir,
+                terraform_provider_coder::PROVIDER_VERSION,
+                self.tf.coder_provider_hash(),
+            )
+            .map_err(Error::io(format!("editing {}", lockfile::FILE_NAME))),
         )? {
-            Outcome::Dropped => logs.log(
+            Outcome::Pinned { replaced: true } => logs.log(
                 LogLevel::Debug,
                 INIT,
-                "Dropped coder/coder from .terraform.lock.hcl: this daemon provides it",
+                "Replaced coder/coder in .terraform.lock.hcl: this daemon provides it",
             ),
+            Outcome::Pinned { replaced: false } => {}
             Outcome::Unparsable(e) => logs.log(
                 LogLevel::Warn,
                 INIT,
-                &format!("Could not read .terraform.lock.hcl to drop coder/coder: {e}"),
+                &format!("Could not read .terraform.lock.hcl to pin coder/coder: {e}"),
             ),
-            Outcome::Unchanged => {}
         }
         let (binary, version) = at(INIT, self.tf.checked_version(&mut self.runner, INIT).await)?;
         logs.log(

@@ -364,7 +364,54 @@ provider "registry.terraform.io/coder/coder" {
     assert!(result.is_ok(), "{:?}\n{}", result.err(), f.logs.text());
     assert!(
         f.logs
-            .contains("Dropped coder/coder from .terraform.lock.hcl")
+            .contains("Replaced coder/coder in .terraform.lock.hcl")
+    );
+    Ok(())
+}
+
+/// Daemons sharing a cache directory share terraform's plugin cache. A job's `init` must use
+/// the cached coder/coder package as it is: installing it again replaces the cache's directory,
+/// and another daemon's terraform running from it would find its provider gone mid-command.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jobs_init_leaves_the_shared_plugin_cache_alone() -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+
+    if !terraform_on_path()? {
+        return Ok(());
+    }
+    let shared = tempfile::Builder::new()
+        .prefix("tf-shared-cache-")
+        .tempdir()?;
+    let template = format!("{CODER_PROVIDER}\ndata \"coder_workspace\" \"me\" {{}}\n");
+    let first = Fixture::with_settings(&[("main.tf", &template)], |s| {
+        s.cache_dir = shared.path().into();
+    })?;
+    let result = first.run(&import_job(Vec::new())).await;
+    assert!(result.is_ok(), "{:?}\n{}", result.err(), first.logs.text());
+    let versions = shared
+        .path()
+        .join("terraform/plugins/registry.terraform.io/coder/coder")
+        .join(terraform_provider_coder::PROVIDER_VERSION);
+    let package = std::fs::read_dir(&versions)?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no package under {}", versions.display()))??
+        .path();
+    let cached = std::fs::metadata(&package)?.ino();
+
+    let second = Fixture::with_settings(&[("main.tf", &template)], |s| {
+        s.cache_dir = shared.path().into();
+    })?;
+    let result = second.run(&import_job(Vec::new())).await;
+    assert!(result.is_ok(), "{:?}\n{}", result.err(), second.logs.text());
+    assert!(
+        second.logs.contains("from the shared cache directory"),
+        "{}",
+        second.logs.text()
+    );
+    assert_eq!(
+        std::fs::metadata(&package)?.ino(),
+        cached,
+        "the cached package was installed again"
     );
     Ok(())
 }
