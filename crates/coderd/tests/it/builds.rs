@@ -757,5 +757,19 @@ async fn an_owners_page_is_in_name_order_counted_and_only_what_the_caller_may_se
         (Vec::<String>::new(), 0),
         "another member's workspaces stay hidden, and uncounted"
     );
+    // Without `owner:`, owners in name order and each one's workspaces in name order, however
+    // the page cuts across them.
+    assert_eq!(
+        page(&owner, "", "2", "2").await?,
+        (vec!["c-dev".to_string(), "a-bob".into()], 4)
+    );
+    assert_eq!(
+        page(&owner, "", "25", "1").await?,
+        (vec!["b-dev".to_string(), "c-dev".into(), "a-bob".into()], 4)
+    );
+    assert_eq!(
+        page(&bob, "", "25", "0").await?,
+        (vec!["a-bob".to_string()], 1)
+    );
     Ok(())
 }

@@ -1,0 +1,1 @@
+DROP INDEX workspaces_deleted_owner_name;
