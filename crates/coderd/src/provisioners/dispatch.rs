@@ -26,15 +26,23 @@ pub struct Posting {
     pub job: Uuid,
     pub provisioner: String,
     pub tags_key: String,
+    /// The build a workspace build job runs, known only to the process that created the job
+    /// (its NOTIFY does not carry it): the woken session reads the build for the payload while
+    /// its claim runs, instead of after it.
+    pub build: Option<Uuid>,
 }
 
 impl From<&crate::store::JobRow> for Posting {
     fn from(job: &crate::store::JobRow) -> Self {
+        let build = (job.r#type == "workspace_build")
+            .then(|| job.input.get("workspace_build_id")?.as_str()?.parse().ok())
+            .flatten();
         Self {
             org: job.organization_id,
             job: job.id,
             provisioner: job.provisioner.clone(),
             tags_key: job.tags_key.clone(),
+            build,
         }
     }
 }
@@ -48,6 +56,7 @@ impl Posting {
             job: parts.next()?.parse().ok()?,
             provisioner: parts.next()?.to_string(),
             tags_key: parts.next()?.to_string(),
+            build: None,
         })
     }
 }
@@ -225,6 +234,7 @@ mod tests {
             job: Uuid::new_v4(),
             provisioner: "echo".into(),
             tags_key: key.into(),
+            build: None,
         }
     }
 
@@ -266,6 +276,38 @@ mod tests {
     }
 
     #[test]
+    fn a_local_posting_names_the_build_its_job_runs() {
+        let build = Uuid::new_v4();
+        let now = chrono::Utc::now();
+        let mut job = crate::store::JobRow {
+            id: Uuid::new_v4(),
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            canceled_at: None,
+            completed_at: None,
+            error: None,
+            error_code: None,
+            organization_id: Uuid::new_v4(),
+            initiator_id: Uuid::new_v4(),
+            provisioner: "echo".into(),
+            storage_method: "file".into(),
+            file_id: Uuid::new_v4(),
+            r#type: "workspace_build".into(),
+            input: serde_json::json!({ "workspace_build_id": build }),
+            worker_id: None,
+            tags: serde_json::json!({}),
+            tags_key: "{}".into(),
+            logs_length: 0,
+            logs_overflowed: false,
+        };
+        assert_eq!(Posting::from(&job).build, Some(build));
+        job.r#type = "template_version_import".into();
+        job.input = serde_json::json!({ "template_version_id": Uuid::new_v4() });
+        assert_eq!(Posting::from(&job).build, None, "an import has no build");
+    }
+
+    #[test]
     fn postings_parse_with_colons_in_the_key() {
         let org = Uuid::new_v4();
         let job = Uuid::new_v4();
@@ -275,6 +317,7 @@ mod tests {
             (p.org, p.job, p.provisioner.as_str(), p.tags_key.as_str()),
             (org, job, "echo", "{\"a\":\"b:c\"}")
         );
+        assert_eq!(p.build, None, "a NOTIFY does not carry the build");
         assert!(Posting::parse("nope", "x").is_none());
     }
 }

@@ -53,7 +53,12 @@ fn input_id(job: &JobRow, field: &str) -> Result<Uuid, PayloadError> {
         .ok_or_else(|| PayloadError::Input(format!("missing {field}")))
 }
 
-pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, PayloadError> {
+/// Describes `job`; `prefetched` is used when it is the context of the job's build.
+pub async fn build(
+    state: &AppState,
+    job: &JobRow,
+    prefetched: Option<store::BuildContext>,
+) -> Result<AcquiredJob, PayloadError> {
     let archive = state.files.get(&state.store, job.file_id).await?;
     let access_url = state
         .options
@@ -87,10 +92,11 @@ pub async fn build(state: &AppState, job: &JobRow) -> Result<AcquiredJob, Payloa
             }
         }
         "workspace_build" => {
-            let build = state
-                .store
-                .build_context(input_id(job, "workspace_build_id")?)
-                .await?;
+            let build_id = input_id(job, "workspace_build_id")?;
+            let build = match prefetched {
+                Some(context) if context.build_id == build_id => context,
+                _ => state.store.build_context(build_id).await?,
+            };
             let transition: Transition = build.transition.parse().map_err(PayloadError::Input)?;
             let owner_token = if job.provisioner == "terraform" {
                 crate::domain::keys::issue_key(

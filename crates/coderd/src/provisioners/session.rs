@@ -17,8 +17,8 @@ use super::payload;
 use crate::pubsub::{Subscription, channels};
 use crate::state::AppState;
 use crate::store::{
-    BuildSchedule, Claimant, Completion, DaemonRow, FinishOutcome, ImportResult, JobRow,
-    ReleaseOutcome, UpdateOutcome,
+    BuildContext, BuildSchedule, Claimant, Completion, DaemonRow, FinishOutcome, ImportResult,
+    JobRow, ReleaseOutcome, UpdateOutcome,
 };
 
 /// How often an idle daemon looks for work on its own, in case a notification was lost.
@@ -381,7 +381,7 @@ impl Session {
             self.unwait(waiter);
             return self.acquire(None).await;
         }
-        match self.claimed(Ok(claimed), waiter, None).await {
+        match self.claimed(Ok(claimed), waiter, None, None).await {
             Claimed::Sent(alive) => alive,
             Claimed::Waiting => true,
             Claimed::Unpreparable => self.acquire(None).await,
@@ -484,20 +484,37 @@ impl Session {
         }
         loop {
             let waiter = self.state.dispatcher.wait(self.daemon.id, &self.capability);
-            let started = std::time::Instant::now();
-            let acquired = self
-                .state
-                .store
-                .acquire_job(
-                    self.capability.org,
-                    &self.capability.provisioners,
-                    &self.capability.keys,
-                    self.daemon.id,
-                )
-                .await;
-            metrics::histogram!("coderd_provisioner_acquire_seconds")
-                .record(started.elapsed().as_secs_f64());
-            match self.claimed(acquired, waiter, posting.take()).await {
+            let claim = async {
+                let started = std::time::Instant::now();
+                let acquired = self
+                    .state
+                    .store
+                    .acquire_job(
+                        self.capability.org,
+                        &self.capability.provisioners,
+                        &self.capability.keys,
+                        self.daemon.id,
+                    )
+                    .await;
+                metrics::histogram!("coderd_provisioner_acquire_seconds")
+                    .record(started.elapsed().as_secs_f64());
+                acquired
+            };
+            // The posted build's payload is read on another connection while the claim commits:
+            // the claim takes the posted job unless an older one waits, and then the daemon
+            // gets its job a round trip sooner. A failed read is repeated after the claim.
+            let (acquired, context) = match posting.as_ref().and_then(|p| p.build) {
+                Some(build) => {
+                    let (acquired, context) =
+                        tokio::join!(claim, self.state.store.build_context(build));
+                    (acquired, context.ok())
+                }
+                None => (claim.await, None),
+            };
+            match self
+                .claimed(acquired, waiter, posting.take(), context)
+                .await
+            {
                 Claimed::Sent(alive) => return alive,
                 Claimed::Waiting => return true,
                 Claimed::Unpreparable => {}
@@ -505,13 +522,15 @@ impl Session {
         }
     }
 
-    /// What follows a claim attempt: with a job, it is described and sent to the daemon;
-    /// without one, the daemon waits for a posting on `waiter`.
+    /// What follows a claim attempt: with a job, it is described (with `context` if that is
+    /// its build's, read already) and sent to the daemon; without one, the daemon waits for a
+    /// posting on `waiter`.
     async fn claimed(
         &mut self,
         acquired: crate::store::Result<Option<JobRow>>,
         mut waiter: oneshot::Receiver<Wake>,
         posting: Option<Posting>,
+        context: Option<BuildContext>,
     ) -> Claimed {
         let job = match acquired {
             Ok(Some(job)) => job,
@@ -540,7 +559,7 @@ impl Session {
             metrics::histogram!("coderd_provisioner_job_queue_wait_seconds")
                 .record(waited.as_secs_f64());
         }
-        match payload::build(&self.state, &job).await {
+        match payload::build(&self.state, &job, context).await {
             Ok(acquired) => {
                 tracing::info!(job = %job.id, kind = %job.r#type, "job acquired");
                 self.hold(job.id);

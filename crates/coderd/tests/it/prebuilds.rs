@@ -76,7 +76,7 @@ async fn pool(app: &TestApp, template: Uuid) -> anyhow::Result<(usize, usize)> {
 /// The build stage the daemon is told for a job.
 async fn stage_of(app: &TestApp, job: Uuid) -> anyhow::Result<PrebuiltWorkspaceBuildStage> {
     let row = app.state.store.job_by_id(job).await?;
-    match coderd::provisioners::payload::build(&app.state, &row)
+    match coderd::provisioners::payload::build(&app.state, &row, None)
         .await?
         .kind
     {
