@@ -5,6 +5,7 @@ mod agents;
 mod api_keys;
 mod audit;
 mod build_facts;
+mod build_insert;
 mod completion;
 mod daemons;
 mod external_agents;

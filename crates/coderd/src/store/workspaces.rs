@@ -3,9 +3,9 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::jobs::{JobRow, NewJob, insert_job, notify};
+use super::build_insert::insert_build;
+use super::jobs::{JobRow, NewJob};
 use super::{Error, NewAuditLog, Result, Store, audit, timed};
-use crate::pubsub::channels;
 
 /// A workspace with the names the API shows next to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,9 +166,10 @@ impl Store {
                 super::tasks::insert_task(&mut tx, task, w, build.template_version_id, now)
                     .await?;
             }
-            let job = insert_build(&mut tx, build, 1, None, now).await?;
+            let (build, job) = insert_build(&mut tx, build, None, now)
+                .await?
+                .ok_or(Error::NotFound)?;
             let workspace = workspace_by(&mut tx, w.id, true).await?;
-            let build = build_by(&mut tx, build.id).await?;
             audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok((workspace, build, job))
@@ -193,30 +194,9 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(Error::NotFound)?;
-            let latest = sqlx::query!(
-                r#"SELECT b.id, b.build_number, b.provisioner_state,
-                          j.completed_at IS NOT NULL AS "done!"
-               FROM workspace_builds b JOIN provisioner_jobs j ON j.id = b.job_id
-               WHERE b.workspace_id = $1 ORDER BY b.build_number DESC LIMIT 1"#,
-                build.workspace_id
-            )
-            .fetch_optional(&mut *tx)
-            .await?;
-            if latest.as_ref().is_some_and(|l| !l.done) {
+            let Some((row, job)) = insert_build(&mut tx, build, log, Utc::now()).await? else {
                 return Ok(None);
-            }
-            if build
-                .expect_latest
-                .is_some_and(|expected| latest.as_ref().map(|l| l.id) != Some(expected))
-            {
-                return Ok(None);
-            }
-            let (number, state) =
-                latest.map_or((1, None), |l| (l.build_number + 1, l.provisioner_state));
-            let state = state.filter(|_| !build.orphan);
-            let job = insert_build(&mut tx, build, number, state, Utc::now()).await?;
-            let row = build_by(&mut tx, build.id).await?;
-            audit::append(&mut tx, log).await?;
+            };
             tx.commit().await?;
             Ok(Some((row, job)))
         })
@@ -346,59 +326,6 @@ impl Store {
         })
         .await
     }
-}
-
-async fn insert_build(
-    tx: &mut sqlx::PgConnection,
-    build: &NewBuild,
-    number: i32,
-    state: Option<Vec<u8>>,
-    now: DateTime<Utc>,
-) -> Result<JobRow> {
-    let job = insert_job(tx, &build.job, now).await?;
-    sqlx::query!(
-        r#"INSERT INTO workspace_builds (id, workspace_id, template_version_id, build_number,
-               transition, initiator_id, provisioner_state, job_id, reason, created_at, updated_at,
-               template_version_preset_id)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)"#,
-        build.id,
-        build.workspace_id,
-        build.template_version_id,
-        number,
-        build.transition,
-        build.initiator_id,
-        state,
-        job.id,
-        build.reason,
-        now,
-        build.preset_id
-    )
-    .execute(&mut *tx)
-    .await?;
-    let (names, values): (Vec<String>, Vec<String>) = build.parameters.iter().cloned().unzip();
-    sqlx::query!(
-        r#"INSERT INTO workspace_build_parameters (workspace_build_id, name, value)
-           SELECT $1, * FROM unnest($2::text[], $3::text[])"#,
-        build.id,
-        &names,
-        &values
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "UPDATE workspaces SET updated_at = $2 WHERE id = $1",
-        build.workspace_id,
-        now
-    )
-    .execute(&mut *tx)
-    .await?;
-    notify(
-        tx,
-        channels::WORKSPACE_UPDATED,
-        build.workspace_id.to_string(),
-    )
-    .await?;
-    Ok(job)
 }
 
 pub(super) async fn workspace_by(

@@ -259,6 +259,37 @@ async fn only_one_build_at_a_time() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Builds of one workspace asked for at the same moment: one is created, every other one is
+/// told a build is active. The statement that writes a build checks the latest build after the
+/// workspace's row lock is granted; checked under the snapshot from before the wait, the losers
+/// would miss the winner's build and fail on its build number (500) instead.
+#[tokio::test(flavor = "multi_thread")]
+async fn builds_asked_for_at_once_make_one_build_and_conflicts() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let mut tpl = lifecycle_template();
+    if let Some(stop) = tpl.stop.as_mut() {
+        stop.delay_ms = 1000;
+    }
+    let template = app.echo_template(&owner, "racy", &tpl, &[]).await?;
+    let ws = create(&owner, template.id, "dev", &[]).await?;
+    wait_build(&owner, ws.latest_build.id).await?;
+    let asks = (0..8).map(|_| build(&owner, ws.id, "stop"));
+    let answers = futures::future::join_all(asks).await;
+    let created: Vec<_> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+    let refused: Vec<u16> = answers
+        .iter()
+        .filter_map(|a| a.as_ref().err())
+        .map(status)
+        .collect();
+    assert_eq!(created.len(), 1, "one build created: {refused:?}");
+    assert_eq!(refused, vec![409; 7]);
+    assert_eq!(created[0].build_number, 2);
+    assert_eq!(owner.workspace_builds(ws.id).await?.len(), 2);
+    wait_build(&owner, created[0].id).await?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_parameters_are_refused_and_write_nothing() -> anyhow::Result<()> {
     let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
