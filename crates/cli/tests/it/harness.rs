@@ -353,6 +353,31 @@ impl Deployment {
             },
         )
         .await
+        .map_err(|e| e.context(self.log_tails()))
+    }
+
+    /// The last lines of every log in the deployment's directory (the server's and each
+    /// daemon's): a daemon that never connects says why only there, and the directory is gone
+    /// once the test fails.
+    fn log_tails(&self) -> String {
+        let Ok(entries) = std::fs::read_dir(self.dir.path()) else {
+            return "no logs".to_string();
+        };
+        let mut logs: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        logs.sort();
+        logs.iter()
+            .map(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                format!("--- {} (last 40 lines)\n{tail}", path.display())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     pub fn workspace(
