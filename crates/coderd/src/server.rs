@@ -126,7 +126,14 @@ pub async fn serve_state(
         .iter()
         .map(|(kind, engine)| (kind.as_str(), engine.clone()))
         .collect();
-    let daemons = builtin::start(&state, options.provisioner_daemons, &engines, &daemons_stop);
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+    let daemons = builtin::start(
+        &state,
+        options.provisioner_daemons,
+        port,
+        &engines,
+        &daemons_stop,
+    );
     if let Some(period) = options.autobuild_poll_interval {
         crate::lifecycle::spawn(
             state.clone(),

@@ -81,10 +81,17 @@ impl Connector for BuiltinConnector {
 }
 
 /// Starts `count` built-in daemons running `engines`; they stop (finishing or failing their
-/// jobs) when `stop` is cancelled.
+/// jobs) when `stop` is cancelled. `port` is the one this coderd serves on.
+///
+/// A daemon is known by its name, so the names carry the port as well as the host: replicas on
+/// one host would otherwise share their daemons' rows, and one replica's session would take
+/// the job another replica's daemon of that name runs for its own, then fail it when its own
+/// daemon said it was idle. A restarted coderd keeps its port, so its daemons still find (and
+/// fail) the jobs their predecessors held.
 pub fn start(
     state: &AppState,
     count: u32,
+    port: u16,
     engines: &[(&str, Arc<dyn Engine>)],
     stop: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
@@ -93,7 +100,7 @@ pub fn start(
         .unwrap_or_default();
     (0..count)
         .map(|n| {
-            let mut config = DaemonConfig::new(format!("{host}-built-in-{n}"));
+            let mut config = DaemonConfig::new(format!("{host}-{port}-built-in-{n}"));
             for (name, engine) in engines {
                 config = config.with_engine(*name, engine.clone());
             }

@@ -753,3 +753,34 @@ async fn a_result_and_the_next_claim_commit_together() -> anyhow::Result<()> {
     assert_eq!(version.job.status, ProvisionerJobStatus::Failed);
     Ok(())
 }
+
+/// Replicas on one host each run their own built-in daemons. Registered under the same names,
+/// they would share rows: one replica's session would take the job the other replica's daemon of
+/// that name runs, and fail it when its own daemon said it was idle.
+#[tokio::test(flavor = "multi_thread")]
+async fn replicas_on_one_host_register_their_built_in_daemons_apart() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 2).await?;
+    let _other = app.replica(|o| o.provisioner_daemons = 2).await?;
+    let (owner, _) = app.owner().await?;
+    eventually(
+        Duration::from_secs(10),
+        "both replicas' built-in daemons connected",
+        || async {
+            let daemons = owner.provisioner_daemons("coder").await?;
+            Ok(daemons
+                .iter()
+                .filter(|d| d.status.as_str() != "offline")
+                .count()
+                == 4)
+        },
+    )
+    .await?;
+    let names: HashSet<String> = owner
+        .provisioner_daemons("coder")
+        .await?
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    Ok(())
+}
