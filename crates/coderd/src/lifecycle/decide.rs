@@ -229,26 +229,10 @@ mod tests {
                     has_external_agent: None,
                 },
                 job: JobRow {
-                    id: Uuid::new_v4(),
-                    created_at: t0 - Duration::minutes(1),
-                    updated_at: t0,
                     started_at: Some(t0 - Duration::minutes(1)),
-                    canceled_at: None,
                     completed_at: Some(t0),
-                    error: None,
-                    error_code: None,
-                    organization_id: Uuid::new_v4(),
-                    initiator_id: Uuid::new_v4(),
-                    provisioner: "echo".into(),
-                    storage_method: "file".into(),
-                    file_id: Uuid::new_v4(),
-                    r#type: "workspace_build".into(),
-                    input: serde_json::Value::Null,
-                    worker_id: None,
-                    tags: serde_json::Value::Null,
-                    tags_key: String::new(),
-                    logs_length: 0,
-                    logs_overflowed: false,
+                    updated_at: t0,
+                    ..JobRow::pending_build(t0 - Duration::minutes(1))
                 },
             }
         }

@@ -278,28 +278,11 @@ mod tests {
     #[test]
     fn a_local_posting_names_the_build_its_job_runs() {
         let build = Uuid::new_v4();
-        let now = chrono::Utc::now();
         let mut job = crate::store::JobRow {
-            id: Uuid::new_v4(),
-            created_at: now,
-            updated_at: now,
-            started_at: None,
-            canceled_at: None,
-            completed_at: None,
-            error: None,
-            error_code: None,
-            organization_id: Uuid::new_v4(),
-            initiator_id: Uuid::new_v4(),
-            provisioner: "echo".into(),
-            storage_method: "file".into(),
-            file_id: Uuid::new_v4(),
-            r#type: "workspace_build".into(),
             input: serde_json::json!({ "workspace_build_id": build }),
-            worker_id: None,
             tags: serde_json::json!({}),
             tags_key: "{}".into(),
-            logs_length: 0,
-            logs_overflowed: false,
+            ..crate::store::JobRow::pending_build(chrono::Utc::now())
         };
         assert_eq!(Posting::from(&job).build, Some(build));
         job.r#type = "template_version_import".into();

@@ -44,6 +44,35 @@ pub struct JobRow {
     pub logs_overflowed: bool,
 }
 
+#[cfg(test)]
+impl JobRow {
+    /// A pending echo build job created at `at`, for unit tests to adjust.
+    pub(crate) fn pending_build(at: DateTime<Utc>) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            created_at: at,
+            updated_at: at,
+            started_at: None,
+            canceled_at: None,
+            completed_at: None,
+            error: None,
+            error_code: None,
+            organization_id: Uuid::new_v4(),
+            initiator_id: Uuid::new_v4(),
+            provisioner: "echo".into(),
+            storage_method: "file".into(),
+            file_id: Uuid::new_v4(),
+            r#type: "workspace_build".into(),
+            input: Value::Null,
+            worker_id: None,
+            tags: Value::Null,
+            tags_key: String::new(),
+            logs_length: 0,
+            logs_overflowed: false,
+        }
+    }
+}
+
 /// A job to enqueue.
 #[derive(Debug, Clone)]
 pub struct NewJob {
