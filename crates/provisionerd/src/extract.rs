@@ -53,6 +53,10 @@ pub enum ExtractError {
     ThroughLink(String),
     #[error("{path}: {kind} entries are not allowed in a template archive")]
     Unsupported { path: String, kind: &'static str },
+    #[error(
+        "{0} must be a regular file: the engine reads it from the archive, without following links"
+    )]
+    NotAFile(String),
     #[error("{path} conflicts with an earlier entry")]
     Conflict { path: String },
     #[error("the template archive is not a valid tar file: {0}")]
@@ -167,6 +171,45 @@ pub fn extract(
         }
     }
     Ok(done)
+}
+
+/// Reads the files at `names` (relative paths) out of `archive` in memory, without extracting
+/// anything: for an engine that needs a file or two of its template, not a work directory. A
+/// file appearing twice is its last entry, as extracting it would leave it. Paths are checked
+/// as [`extract`] checks them; a link at one of `names` is refused (it is not followed).
+pub fn read_files<const N: usize>(
+    archive: &[u8],
+    names: [&str; N],
+) -> Result<[Option<Vec<u8>>; N], ExtractError> {
+    let mut found = std::array::from_fn(|_| None);
+    let mut tar = tar::Archive::new(archive);
+    for entry in tar.entries().map_err(ExtractError::Corrupt)? {
+        let mut entry = entry.map_err(ExtractError::Corrupt)?;
+        let kind = entry.header().entry_type();
+        if matches!(kind, EntryType::XGlobalHeader | EntryType::XHeader) {
+            continue;
+        }
+        let raw = entry.path().map_err(ExtractError::Corrupt)?.into_owned();
+        let shown = raw.display().to_string();
+        let Some(rel) = relative(&raw, &shown)? else {
+            continue;
+        };
+        let Some(at) = names.iter().position(|n| rel == Path::new(n)) else {
+            continue;
+        };
+        match kind {
+            EntryType::Regular | EntryType::Continuous => {
+                let mut data = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
+                entry
+                    .read_to_end(&mut data)
+                    .map_err(|e| io_error(&shown, e))?;
+                found[at] = Some(data);
+            }
+            EntryType::Directory => found[at] = None,
+            _ => return Err(ExtractError::NotAFile(shown)),
+        }
+    }
+    Ok(found)
 }
 
 fn io_error(path: &str, source: io::Error) -> ExtractError {

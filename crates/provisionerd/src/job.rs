@@ -1,16 +1,16 @@
 //! One job from start to end on the daemon's side: a fresh work directory, the extracted
-//! template, the engine, and the clean-up. Runs as its own task so the job goes on while the
-//! runner reconnects.
+//! template, the engine, and the clean-up (or, for an engine that reads the archive itself,
+//! only the engine). Runs as its own task so the job goes on while the runner reconnects.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codersdk::provisionerd::{AcquiredJob, JobFailure, JobResult, LogLevel};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Engine, JobContext, Progress};
-use crate::extract::{ArchiveLimits, extract};
+use crate::engine::{Engine, JobContext, Progress, Template, TemplateForm};
+use crate::extract::{ArchiveLimits, ExtractError, extract};
 use crate::logs::LogSink;
 
 const SETUP: &str = "Setting up";
@@ -45,6 +45,34 @@ async fn execute(mut job: AcquiredJob, setup: JobSetup) -> Outcome {
         logs.daemon(LogLevel::Error, SETUP, message.clone());
         return Err(JobFailure::new(message));
     };
+    let archive = std::mem::take(&mut job.template_source_archive);
+    if engine.template_form() == TemplateForm::Archive {
+        // The job's first line, as the work directory's is for other engines: it says when
+        // the daemon started the job.
+        logs.daemon(
+            LogLevel::Info,
+            SETUP,
+            format!("Reading the template archive ({} bytes)", archive.len()),
+        );
+        let size = archive.len() as u64;
+        if size > setup.limits.max_archive_bytes {
+            let e = ExtractError::ArchiveTooLarge {
+                size,
+                limit: setup.limits.max_archive_bytes,
+            };
+            return Err(invalid_archive(&logs, &e));
+        }
+        let template = Template::Archive(&archive);
+        return start(
+            &job,
+            &*engine,
+            template,
+            &logs,
+            setup.cancel,
+            setup.progress,
+        )
+        .await;
+    }
 
     logs.daemon(LogLevel::Info, SETUP, "Setting up the work directory");
     let root = setup.work_root.clone();
@@ -66,16 +94,21 @@ async fn execute(mut job: AcquiredJob, setup: JobSetup) -> Outcome {
     })?;
     tracing::debug!(workdir = %workdir.path().display(), "work directory created");
 
-    let outcome = run_in(
-        &mut job,
-        &*engine,
-        workdir.path().to_path_buf(),
-        &setup.limits,
-        &logs,
-        setup.cancel,
-        setup.progress,
-    )
-    .await;
+    let outcome = match extract_into(archive, workdir.path(), &setup.limits, &logs).await {
+        Ok(()) => {
+            let template = Template::Extracted(workdir.path());
+            start(
+                &job,
+                &*engine,
+                template,
+                &logs,
+                setup.cancel,
+                setup.progress,
+            )
+            .await
+        }
+        Err(failure) => Err(failure),
+    };
 
     logs.daemon(LogLevel::Info, CLEANUP, "Removing the work directory");
     let removal = match tokio::task::spawn_blocking(move || workdir.close()).await {
@@ -93,37 +126,46 @@ async fn execute(mut job: AcquiredJob, setup: JobSetup) -> Outcome {
     outcome
 }
 
-async fn run_in(
-    job: &mut AcquiredJob,
-    engine: &dyn Engine,
-    workdir: PathBuf,
+async fn extract_into(
+    archive: impl AsRef<[u8]> + Send + 'static,
+    workdir: &Path,
     limits: &ArchiveLimits,
+    logs: &LogSink,
+) -> Result<(), JobFailure> {
+    logs.daemon(
+        LogLevel::Info,
+        SETUP,
+        format!("Extracting the template ({} bytes)", archive.as_ref().len()),
+    );
+    let dest = workdir.to_path_buf();
+    let limits = *limits;
+    let extracted = tokio::task::spawn_blocking(move || extract(archive.as_ref(), &dest, &limits))
+        .await
+        .map_err(|e| JobFailure::new(format!("extracting the template: {e}")))?;
+    extracted.map(|_| ()).map_err(|e| invalid_archive(logs, &e))
+}
+
+fn invalid_archive(logs: &LogSink, e: &ExtractError) -> JobFailure {
+    let message = format!("invalid template archive: {e}");
+    logs.daemon(LogLevel::Error, SETUP, message.clone());
+    JobFailure::new(message)
+}
+
+/// Hands the prepared template to the engine, unless the job was cancelled meanwhile.
+async fn start(
+    job: &AcquiredJob,
+    engine: &dyn Engine,
+    template: Template<'_>,
     logs: &LogSink,
     cancel: CancellationToken,
     progress: Progress,
 ) -> Outcome {
-    let archive = std::mem::take(&mut job.template_source_archive);
-    logs.daemon(
-        LogLevel::Info,
-        SETUP,
-        format!("Extracting the template ({} bytes)", archive.len()),
-    );
-    let dest = workdir.clone();
-    let limits = *limits;
-    let extracted = tokio::task::spawn_blocking(move || extract(&archive, &dest, &limits))
-        .await
-        .map_err(|e| JobFailure::new(format!("extracting the template: {e}")))?;
-    if let Err(e) = extracted {
-        let message = format!("invalid template archive: {e}");
-        logs.daemon(LogLevel::Error, SETUP, message.clone());
-        return Err(JobFailure::new(message));
-    }
     if cancel.is_cancelled() {
         return Err(JobFailure::new("the job was canceled before it started"));
     }
     let ctx = JobContext {
         job,
-        workdir: &workdir,
+        template,
         logs: logs.clone(),
         cancel,
         progress,

@@ -14,7 +14,7 @@ mod runner;
 pub use config::DaemonConfig;
 pub use connection::websocket::{DaemonAuth, WebSocketConnector};
 pub use connection::{ConnectError, Connection, Connector, ServerSide};
-pub use engine::{Engine, JobContext, Progress};
+pub use engine::{Engine, JobContext, Progress, Template, TemplateForm};
 pub use error::DaemonError;
 pub use logs::LogSink;
 pub use runner::{run, run_until};

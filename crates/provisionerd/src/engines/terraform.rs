@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use provisioner_terraform::{JobLogs, Terraform, version::Version};
 pub use provisioner_terraform::{Settings, SetupError};
 
-use crate::engine::{Engine, JobContext, Progress};
+use crate::engine::{Engine, JobContext, Progress, Template};
 use crate::logs::LogSink;
 
 /// The provisioner type the terraform engine is registered under.
@@ -41,12 +41,15 @@ impl TerraformEngine {
 impl Engine for TerraformEngine {
     fn run<'a>(&'a self, ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
         Box::pin(async move {
+            let Template::Extracted(workdir) = ctx.template else {
+                return Err(JobFailure::new("terraform runs in a work directory"));
+            };
             let reporter = Reporter {
                 logs: &ctx.logs,
                 progress: &ctx.progress,
             };
             self.terraform
-                .run(ctx.job, ctx.workdir, &reporter, &ctx.cancel)
+                .run(ctx.job, workdir, &reporter, &ctx.cancel)
                 .await
         })
     }

@@ -320,3 +320,37 @@ fn errors_name_the_entry() {
 }
 
 mod props;
+
+#[test]
+fn reads_named_files_in_memory_as_extracting_would_leave_them() {
+    let archive = Tar::new()
+        .entry("./", EntryType::Directory, "", b"", 0o755)
+        .file("./echo.json", b"{}")
+        .file("sub/README.md", b"not the root one")
+        .file("README.md", b"# first")
+        .file("README.md", b"# last")
+        .finish();
+    let [json, readme, missing] =
+        read_files(&archive, ["echo.json", "README.md", "main.tf"]).expect("readable");
+    assert_eq!(json.as_deref(), Some(&b"{}"[..]));
+    assert_eq!(readme.as_deref(), Some(&b"# last"[..]));
+    assert_eq!(missing, None);
+
+    let linked = Tar::new()
+        .file("other.json", b"{}")
+        .symlink("echo.json", "other.json")
+        .finish();
+    assert!(matches!(
+        read_files(&linked, ["echo.json"]),
+        Err(ExtractError::NotAFile(path)) if path == "echo.json"
+    ));
+    let escaping = Tar::new().file("../echo.json", b"{}").finish();
+    assert!(matches!(
+        read_files(&escaping, ["echo.json"]),
+        Err(ExtractError::ParentDir(_))
+    ));
+    assert!(matches!(
+        read_files(&[1; 700], ["echo.json"]),
+        Err(ExtractError::Corrupt(_))
+    ));
+}

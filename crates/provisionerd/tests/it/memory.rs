@@ -64,14 +64,14 @@ async fn runs_a_job_and_holds_the_result_until_confirmed() -> anyhow::Result<()>
 
     let lines = outputs(&logs);
     let position = |text: &str| lines.iter().position(|l| l.contains(text));
-    let setup = position("Setting up the work directory").expect("setup line");
+    // Echo reads its template from the archive: no work directory to set up or remove.
+    let setup = position("Reading the template archive").expect("setup line");
     let echo = position("hello from echo").expect("engine line");
-    let cleanup = position("Removing the work directory").expect("cleanup line");
-    assert!(setup < echo && echo < cleanup, "{lines:?}");
+    assert!(setup == 0 && setup < echo, "{lines:?}");
+    assert!(position("work directory").is_none(), "{lines:?}");
     assert_eq!(logs[setup].source, LogSource::ProvisionerDaemon);
     assert_eq!(logs[setup].stage, "Setting up");
     assert_eq!(logs[echo].source, LogSource::Provisioner);
-    assert_eq!(logs[cleanup].stage, "Cleaning up");
     assert!(logs.windows(2).all(|w| w[0].created_at <= w[1].created_at));
     assert!(!lines.iter().any(|l| l.contains("owner-secret-token")));
 
@@ -84,7 +84,7 @@ async fn runs_a_job_and_holds_the_result_until_confirmed() -> anyhow::Result<()>
     peer.expect_idle().await?;
     assert!(
         harness.work_root_is_empty().await?,
-        "the work directory is removed"
+        "an echo job leaves nothing in the work root"
     );
     // Idle without having said Ready: the next job goes straight in.
     let next = build_job(&EchoTemplate::default(), Transition::Stop, b"");
@@ -95,6 +95,72 @@ async fn runs_a_job_and_holds_the_result_until_confirmed() -> anyhow::Result<()>
         "{result:?}"
     );
 
+    harness.shutdown.cancel();
+    assert!(harness.stopped().await?.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_engine_reading_files_runs_in_a_work_directory_removed_after_the_job()
+-> anyhow::Result<()> {
+    use std::sync::Arc;
+
+    use codersdk::provisionerd::JobFailure;
+    use futures::future::BoxFuture;
+    use provisionerd::{Engine, JobContext, Template};
+
+    /// Reports what its work directory held: the template's `echo.json`.
+    struct Lister;
+    impl Engine for Lister {
+        fn run<'a>(&'a self, ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
+            Box::pin(async move {
+                let Template::Extracted(dir) = ctx.template else {
+                    return Err(JobFailure::new("no work directory"));
+                };
+                let json = std::fs::read(dir.join("echo.json"))
+                    .map_err(|e| JobFailure::new(format!("echo.json: {e}")))?;
+                Ok(JobResult::WorkspaceBuild {
+                    state: json,
+                    resources: vec![],
+                    timings: vec![],
+                    features: Default::default(),
+                })
+            })
+        }
+    }
+
+    let mut harness = Harness::start(|c| {
+        c.engines.insert("echo".into(), Arc::new(Lister));
+    })?;
+    let mut peer = harness.ready_peer().await?;
+    let template = start_stage(BuildStage::default());
+    let job = build_job(&template, Transition::Start, b"");
+    peer.send(job_message(&job)).await?;
+    let (logs, result) = peer.result(job.job_id).await?;
+    let DaemonMessage::Complete { result, .. } = result else {
+        bail!("expected completion, got {result:?}");
+    };
+    let JobResult::WorkspaceBuild { state, .. } = *result else {
+        bail!("expected a build result");
+    };
+    assert_eq!(serde_json::from_slice::<EchoTemplate>(&state)?, template);
+    let lines = outputs(&logs);
+    let position = |text: &str| lines.iter().position(|l| l.contains(text));
+    let setup = position("Setting up the work directory").expect("setup line");
+    let extract = position("Extracting the template").expect("extract line");
+    let cleanup = position("Removing the work directory").expect("cleanup line");
+    assert!(
+        setup == 0 && setup < extract && extract < cleanup,
+        "{lines:?}"
+    );
+    assert_eq!(logs[cleanup].stage, "Cleaning up");
+    peer.send(ServerMessage::Finished { job_id: job.job_id })
+        .await?;
+    peer.expect_idle().await?;
+    assert!(
+        harness.work_root_is_empty().await?,
+        "the work directory is removed"
+    );
     harness.shutdown.cancel();
     assert!(harness.stopped().await?.is_ok());
     Ok(())

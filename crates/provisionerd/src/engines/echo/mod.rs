@@ -6,8 +6,6 @@
 mod archive;
 pub mod format;
 
-use std::path::Path;
-
 use chrono::Utc;
 use codersdk::proto::TemplateFeatures;
 use codersdk::provisionerd::{
@@ -20,13 +18,16 @@ pub use self::archive::{archive, archive_with_files};
 pub use self::format::{
     BuildStage, EchoError, EchoLog, EchoState, EchoTemplate, Flood, ImportStage, PreviousBuild,
 };
-use crate::engine::{Engine, JobContext};
+use crate::engine::{Engine, JobContext, Template, TemplateForm};
+use crate::extract::read_files;
 use crate::logs::LogSink;
 
 /// The provisioner type the echo engine is registered under.
 pub const PROVISIONER: &str = "echo";
 /// Flood lines between yields, so the runner gets to send them while a flood runs.
 const FLOOD_CHUNK: u32 = 1000;
+/// The file an import's readme comes from, unless the template says one.
+const README: &str = "README.md";
 /// How much of a previous state the engine shows in its logs.
 const STATE_PREVIEW_CHARS: usize = 256;
 
@@ -34,18 +35,41 @@ const STATE_PREVIEW_CHARS: usize = 256;
 pub struct EchoEngine;
 
 impl Engine for EchoEngine {
+    fn template_form(&self) -> TemplateForm {
+        TemplateForm::Archive
+    }
+
     fn run<'a>(&'a self, ctx: JobContext<'a>) -> BoxFuture<'a, Result<JobResult, JobFailure>> {
         Box::pin(run(ctx))
     }
 }
 
+/// The stage of the lines about reading the template, as the daemon's own setup lines.
+const SETUP: &str = "Setting up";
+
 async fn run(ctx: JobContext<'_>) -> Result<JobResult, JobFailure> {
-    let template = load(ctx.workdir).await?;
+    let Template::Archive(archive) = ctx.template else {
+        return Err(JobFailure::new(
+            "the echo engine reads its template from the archive",
+        ));
+    };
+    let [echo_json, readme] = match read_files(archive, [format::FILE_NAME, README]) {
+        Ok(files) => files,
+        Err(e) => {
+            let message = format!("invalid template archive: {e}");
+            ctx.logs.daemon(LogLevel::Error, SETUP, message.clone());
+            return Err(JobFailure::new(message));
+        }
+    };
+    let template = parse(echo_json.as_deref())?;
     match &ctx.job.kind {
         JobKind::TemplateImport {
             user_variable_values,
             ..
-        } => import(&ctx, &template, user_variable_values).await,
+        } => {
+            let readme = readme.and_then(|r| String::from_utf8(r).ok());
+            import(&ctx, &template, user_variable_values, readme).await
+        }
         JobKind::WorkspaceBuild {
             workspace_build_id,
             workspace_name,
@@ -77,20 +101,17 @@ async fn run(ctx: JobContext<'_>) -> Result<JobResult, JobFailure> {
     }
 }
 
-async fn load(workdir: &Path) -> Result<EchoTemplate, JobFailure> {
-    match tokio::fs::read(workdir.join(format::FILE_NAME)).await {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            JobFailure::new(format!(
-                "{} is not a valid echo template: {e}",
-                format::FILE_NAME
-            ))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(EchoTemplate::default()),
-        Err(e) => Err(JobFailure::new(format!(
-            "reading {}: {e}",
+/// The template `echo.json` describes; without the file, the default one.
+fn parse(echo_json: Option<&[u8]>) -> Result<EchoTemplate, JobFailure> {
+    let Some(bytes) = echo_json else {
+        return Ok(EchoTemplate::default());
+    };
+    serde_json::from_slice(bytes).map_err(|e| {
+        JobFailure::new(format!(
+            "{} is not a valid echo template: {e}",
             format::FILE_NAME
-        ))),
-    }
+        ))
+    })
 }
 
 /// The behaviour both kinds of stage share.
@@ -177,6 +198,7 @@ async fn import(
     ctx: &JobContext<'_>,
     template: &EchoTemplate,
     variables: &[VariableValue],
+    archive_readme: Option<String>,
 ) -> Result<JobResult, JobFailure> {
     const NAME: &str = "Import";
     let started = Utc::now();
@@ -195,12 +217,7 @@ async fn import(
     if let Some(error) = &stage.error {
         return Err(failure(error));
     }
-    let readme = match stage.readme {
-        Some(readme) => readme,
-        None => tokio::fs::read_to_string(ctx.workdir.join("README.md"))
-            .await
-            .unwrap_or_default(),
-    };
+    let readme = stage.readme.or(archive_readme).unwrap_or_default();
     let resources = |explicit: Option<Vec<_>>, transition| {
         explicit.unwrap_or_else(|| {
             template

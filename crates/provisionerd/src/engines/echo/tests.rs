@@ -73,17 +73,19 @@ async fn run_with(
     files: &[(&str, &[u8])],
     cancel: CancellationToken,
 ) -> Run {
-    let dir = tempfile::tempdir().expect("tempdir");
-    if let Some(json) = echo_json {
-        std::fs::write(dir.path().join(format::FILE_NAME), json).expect("write");
+    let mut tar = tar::Builder::new(Vec::new());
+    let entries = echo_json.map(|json| (format::FILE_NAME, json));
+    for (name, data) in entries.into_iter().chain(files.iter().copied()) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(&mut header, name, data).expect("tar entry");
     }
-    for (name, data) in files {
-        std::fs::write(dir.path().join(name), data).expect("write");
-    }
+    let archive = tar.into_inner().expect("tar");
     let logs = LogSink::new();
     let ctx = JobContext {
         job,
-        workdir: dir.path(),
+        template: Template::Archive(&archive),
         logs: logs.clone(),
         cancel,
         progress: crate::engine::Progress::default(),
