@@ -4,8 +4,8 @@
 //! Measured per job, from the database afterwards:
 //! - **pickup** = the job's first log line − its `created_at`. coderd stamps `created_at` just
 //!   before the transaction that inserts and announces the job (so the commit is included, as
-//!   in graphile-worker's add→start); the daemon stamps its first line ("Setting up the work
-//!   directory") the moment its job task starts, after the job arrived over the WebSocket.
+//!   in graphile-worker's add→start); the daemon stamps its first line ("Reading the template
+//!   archive" for echo) the moment its job task starts, after the job arrived over the WebSocket.
 //!   Both stamps come from the same host clock.
 //! - **claim** = `started_at` − `created_at`: the part up to the acquire statement (commit,
 //!   NOTIFY, dispatch, wake-up); the rest is payload assembly and the WebSocket hop.
