@@ -79,7 +79,8 @@ impl Store {
                 "SELECT * FROM users WHERE lower(username) = lower($1) AND NOT deleted",
                 username
             )
-            .fetch_one(&self.pool)
+            // A list's `owner:<name>` reads this before the page (see `request_conn`).
+            .fetch_one(&mut *self.request_conn().await?)
             .await?)
         })
         .await

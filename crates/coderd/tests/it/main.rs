@@ -23,6 +23,7 @@ mod prebuilds;
 mod presets;
 mod queue;
 mod rbac;
+mod reads;
 mod relay;
 mod resource_rows;
 mod robustness;
