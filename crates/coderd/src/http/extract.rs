@@ -157,13 +157,3 @@ pub async fn find_org(state: &AppState, param: &str) -> ApiResult<OrganizationRo
 pub async fn resolve_org(state: &AppState, auth: &Auth, param: &str) -> ApiResult<OrganizationRow> {
     Ok(domain::resolve::organization(state, &auth.subject, param).await?)
 }
-
-/// Route layer for reads: the caller's session lookup hands its pooled connection to the
-/// handler's first read (see [`crate::store::request_scope`]). Only for handlers whose first
-/// checkout after the session lookup is that read.
-pub async fn one_connection(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    crate::store::request_scope(next.run(req)).await
-}

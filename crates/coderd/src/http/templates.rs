@@ -4,7 +4,6 @@ use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::http::StatusCode;
-use axum::middleware::from_fn;
 use axum::response::Response;
 use axum::routing::{get, patch, post};
 use codersdk::audit::{AuditAction, ResourceType};
@@ -19,7 +18,7 @@ use codersdk::workspaces::WorkspaceResource;
 use uuid::Uuid;
 
 use super::AppState;
-use super::extract::{Auth, Json, Path, Query, one_connection, resolve_org};
+use super::extract::{Auth, Json, Path, Query, resolve_org};
 use super::jobs::{self, LogParams};
 use crate::audit::{Entry, actor, template_after};
 use crate::authz::{Action, Object, Resource};
@@ -55,7 +54,6 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/templates/{id}",
             get(get_template)
-                .layer(from_fn(one_connection))
                 .patch(update_template)
                 .delete(delete_template),
         )

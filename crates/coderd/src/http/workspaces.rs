@@ -4,7 +4,6 @@ use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use axum::middleware::from_fn;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post, put};
 use codersdk::workspaces::{
@@ -18,7 +17,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{
-    Auth, Json, Pagination, Path, Query, empty_as_none, one_connection, resolve_org, resolve_user,
+    Auth, Json, Pagination, Path, Query, empty_as_none, resolve_org, resolve_user,
 };
 use super::jobs::{self, LogParams};
 use crate::authz::Action;
@@ -36,14 +35,8 @@ pub fn routes() -> Router<AppState> {
             "/organizations/{organization}/members/{user}/workspaces",
             post(create_workspace_in_org),
         )
-        .route(
-            "/workspaces",
-            get(list_workspaces).layer(from_fn(one_connection)),
-        )
-        .route(
-            "/workspaces/{id}",
-            get(get_workspace).layer(from_fn(one_connection)),
-        )
+        .route("/workspaces", get(list_workspaces))
+        .route("/workspaces/{id}", get(get_workspace))
         .route("/workspaces/{id}/autostart", put(update_autostart))
         .route("/workspaces/{id}/ttl", put(update_ttl))
         .route("/workspaces/{id}/extend", put(extend_deadline))

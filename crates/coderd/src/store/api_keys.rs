@@ -80,7 +80,6 @@ impl Store {
     /// this runs on every authenticated request.
     pub async fn api_key_with_user(&self, id: &str) -> Result<KeyHolder> {
         timed("api_key_with_user", async {
-            let mut conn = self.pool.acquire().await?;
             let r = sqlx::query!(
                 r#"SELECT k.id, k.hashed_secret, k.user_id, k.login_type AS key_login_type,
                           k.token_name, k.scope, k.lifetime_seconds, k.expires_at, k.last_used,
@@ -98,10 +97,8 @@ impl Store {
                    WHERE k.id = $1"#,
                 id
             )
-            .fetch_one(&mut *conn)
+            .fetch_one(&self.pool)
             .await?;
-            // Within a request scope, the request's first read goes on this connection.
-            Store::hand_on(conn);
             let key = ApiKeyRow {
                 id: r.id,
                 hashed_secret: r.hashed_secret,

@@ -28,7 +28,7 @@ impl Store {
     /// The facts of `builds`, read on one connection.
     pub async fn build_facts(&self, builds: &[BuildRow]) -> Result<BuildFacts> {
         timed("build_facts", async {
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             facts_in(&mut conn, builds).await
         })
         .await
@@ -40,7 +40,7 @@ impl Store {
         workspaces: &[Uuid],
     ) -> Result<(Vec<BuildRow>, BuildFacts)> {
         timed("latest_builds_with_facts", async {
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             let builds = latest_builds_in(&mut conn, workspaces).await?;
             let facts = facts_in(&mut conn, &builds).await?;
             Ok((builds, facts))
@@ -56,7 +56,7 @@ impl Store {
         include_deleted: bool,
     ) -> Result<(WorkspaceRow, Vec<BuildRow>, BuildFacts)> {
         timed("workspace_with_latest_build", async {
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             if let Some((workspace, build, job)) =
                 workspace_build_job(&mut conn, id, include_deleted).await?
             {
@@ -82,7 +82,7 @@ impl Store {
         ids: &[Uuid],
     ) -> Result<(Vec<WorkspaceRow>, Vec<BuildRow>, BuildFacts)> {
         timed("workspaces_with_latest_builds", async {
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             let joined = workspaces_builds_jobs(&mut conn, ids).await?;
             if joined.len() == ids.len() {
                 let mut workspaces = Vec::with_capacity(ids.len());

@@ -16,7 +16,6 @@ mod organizations;
 mod port_shares;
 mod prebuilds;
 mod presets;
-mod request_conn;
 mod resource_rows;
 mod resource_trees;
 mod resources;
@@ -58,7 +57,6 @@ pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use port_shares::PortShareRow;
 pub use prebuilds::{PREBUILDS_USER_ID, PrebuildRow, PresetFailures, ReconcileLock, WantedPreset};
 pub use presets::PresetRow;
-pub use request_conn::request_scope;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use tasks::{NewTask, TaskQuery, TaskRow};
 pub use templates::{

@@ -460,7 +460,7 @@ impl Store {
     /// connection.
     pub async fn template_with_acl(&self, id: Uuid) -> Result<(TemplateRow, crate::authz::Acl)> {
         timed("template_with_acl", async {
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             let row = template_by_id_in(&mut conn, id).await?;
             let acl = super::groups::template_acl_in(&mut conn, id).await?;
             Ok((row, acl))

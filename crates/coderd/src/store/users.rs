@@ -79,8 +79,7 @@ impl Store {
                 "SELECT * FROM users WHERE lower(username) = lower($1) AND NOT deleted",
                 username
             )
-            // A list's `owner:<name>` reads this before the page (see `request_conn`).
-            .fetch_one(&mut *self.request_conn().await?)
+            .fetch_one(&self.pool)
             .await?)
         })
         .await

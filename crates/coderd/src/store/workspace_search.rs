@@ -35,7 +35,7 @@ impl Store {
         timed("list_workspace_ids", async {
             // One connection for the page and its count: a connection returned to the pool costs
             // a round trip (sqlx pings it).
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             let pattern = substring_pattern(&q.name);
             if q.status.is_empty() {
                 // Owner by owner in name order, each owner's walk of the (deleted, owner,
@@ -178,7 +178,7 @@ impl Store {
         timed("list_owned_workspace_ids", async {
             // One connection for the page and its count: a connection returned to the pool costs
             // a round trip (sqlx pings it).
-            let mut conn = self.request_conn().await?;
+            let mut conn = self.pool.acquire().await?;
             let pattern = substring_pattern(&q.name);
             let ids = sqlx::query_scalar!(
                 r#"SELECT w.id

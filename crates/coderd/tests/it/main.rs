@@ -23,7 +23,6 @@ mod prebuilds;
 mod presets;
 mod queue;
 mod rbac;
-mod reads;
 mod relay;
 mod resource_rows;
 mod robustness;
