@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::daemons::daemons_in;
 use super::resource_trees::trees_in;
-use super::workspace_build_rows::{workspace_build_job, workspaces_builds_jobs};
+use super::workspace_build_rows::workspace_build_job;
 use super::workspaces::{latest_builds_in, workspace_by, workspaces_by_ids_in};
 use super::{BuildRow, DaemonRow, JobRow, ResourceTree, Result, Store, WorkspaceRow, timed};
 
@@ -83,20 +83,6 @@ impl Store {
     ) -> Result<(Vec<WorkspaceRow>, Vec<BuildRow>, BuildFacts)> {
         timed("workspaces_with_latest_builds", async {
             let mut conn = self.pool.acquire().await?;
-            let joined = workspaces_builds_jobs(&mut conn, ids).await?;
-            if joined.len() == ids.len() {
-                let mut workspaces = Vec::with_capacity(ids.len());
-                let mut builds = Vec::with_capacity(ids.len());
-                let mut jobs = Vec::with_capacity(ids.len());
-                for (workspace, build, job) in joined {
-                    workspaces.push(workspace);
-                    builds.push(build);
-                    jobs.push(job);
-                }
-                let facts = facts_of_jobs(&mut conn, jobs).await?;
-                return Ok((workspaces, builds, facts));
-            }
-            // Some workspace is gone or has no build: its parts one by one, as before.
             let workspaces = workspaces_by_ids_in(&mut conn, ids).await?;
             let builds = latest_builds_in(&mut conn, ids).await?;
             let facts = facts_in(&mut conn, &builds).await?;

@@ -1,8 +1,10 @@
-//! A workspace, its newest build and that build's job read as one row: what rendering a
-//! workspace needs before its resources and the daemons. Three statements (workspace, build,
-//! job) cost three round trips, and PostgreSQL's work per statement (a transaction, a snapshot,
-//! its locks, its executor start) was most of what these index lookups cost; one statement
-//! pays that once.
+//! A workspace, its newest build and that build's job read as one row: what a workspace GET
+//! needs before its resources and the daemons. Two statements (workspace; build and job) cost
+//! two round trips and PostgreSQL's work per statement (a transaction, a snapshot, its locks,
+//! its executor start), which is most of what these index lookups cost.
+//!
+//! Lists keep reading by table: the same join by `= ANY` of a chunk's ids cost PostgreSQL 2.5×
+//! the three separate reads when listing 10,000 workspaces (276 ms against 109 ms).
 //!
 //! A workspace without a build has no row here: callers fall back to reading the parts one by
 //! one, which keeps those cases' answers (not found, or a rendering error) as they were.
@@ -226,60 +228,4 @@ pub(super) async fn workspace_build_job(
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(Joined::split))
-}
-
-/// Workspaces by id with their newest builds and jobs, in the order of `ids`; those without a
-/// build are left out.
-pub(super) async fn workspaces_builds_jobs(
-    conn: &mut sqlx::PgConnection,
-    ids: &[Uuid],
-) -> Result<Vec<(WorkspaceRow, BuildRow, JobRow)>> {
-    let mut found = sqlx::query_as!(
-        Joined,
-        r#"SELECT w.*, u.username AS owner_username, u.avatar_url AS owner_avatar_url,
-                  o.name AS organization_name, t.name AS template_name,
-                  t.display_name AS template_display_name, t.icon AS template_icon,
-                  t.allow_user_cancel_workspace_jobs AS template_allow_user_cancel_workspace_jobs,
-                  t.active_version_id AS template_active_version_id,
-                  t.require_active_version AS template_require_active_version,
-                  t.default_ttl_ms AS template_default_ttl_ms,
-                  t.allow_user_autostart AS template_allow_user_autostart,
-                  t.allow_user_autostop AS template_allow_user_autostop,
-                  t.autostart_allowed_days AS template_autostart_allowed_days,
-                  t.time_til_dormant_autodelete_ms AS template_time_til_dormant_autodelete_ms,
-                  b.id AS build_id, b.template_version_id AS build_template_version_id,
-                  b.build_number, b.transition, b.initiator_id AS build_initiator_id, b.job_id,
-                  b.reason, b.daily_cost, b.deadline, b.max_deadline,
-                  b.created_at AS build_created_at, b.updated_at AS build_updated_at,
-                  v.name AS template_version_name, i.username AS initiator_username,
-                  b.template_version_preset_id, b.has_ai_task, b.ai_task_sidebar_app_id,
-                  b.has_external_agent,
-                  j.created_at AS job_created_at, j.updated_at AS job_updated_at,
-                  j.started_at AS job_started_at, j.canceled_at AS job_canceled_at,
-                  j.completed_at AS job_completed_at, j.error AS job_error,
-                  j.error_code AS job_error_code, j.organization_id AS job_organization_id,
-                  j.initiator_id AS job_initiator_id, j.provisioner AS job_provisioner,
-                  j.storage_method AS job_storage_method, j.file_id AS job_file_id,
-                  j.type AS job_type, j.input AS job_input, j.worker_id AS job_worker_id,
-                  j.tags AS job_tags, j.tags_key AS job_tags_key,
-                  j.logs_length AS job_logs_length, j.logs_overflowed AS job_logs_overflowed
-           FROM workspaces w
-           JOIN users u ON u.id = w.owner_id
-           JOIN organizations o ON o.id = w.organization_id
-           JOIN templates t ON t.id = w.template_id
-           JOIN workspace_builds b ON b.workspace_id = w.id
-                AND b.build_number = (SELECT max(x.build_number) FROM workspace_builds x
-                                      WHERE x.workspace_id = w.id)
-           JOIN users i ON i.id = b.initiator_id
-           JOIN template_versions v ON v.id = b.template_version_id
-           JOIN provisioner_jobs j ON j.id = b.job_id
-           WHERE w.id = ANY($1)"#,
-        ids
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let order: std::collections::HashMap<Uuid, usize> =
-        ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    found.sort_by_key(|w| order.get(&w.id).copied().unwrap_or(usize::MAX));
-    Ok(found.into_iter().map(Joined::split).collect())
 }
