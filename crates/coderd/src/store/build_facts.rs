@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::daemons::daemons_in;
 use super::resource_trees::trees_in;
+use super::workspace_build_rows::workspace_build_job;
 use super::workspaces::{latest_builds_in, workspace_by, workspaces_by_ids_in};
 use super::{BuildRow, DaemonRow, JobRow, ResourceTree, Result, Store, WorkspaceRow, timed};
 
@@ -56,6 +57,13 @@ impl Store {
     ) -> Result<(WorkspaceRow, Vec<BuildRow>, BuildFacts)> {
         timed("workspace_with_latest_build", async {
             let mut conn = self.pool.acquire().await?;
+            if let Some((workspace, build, job)) =
+                workspace_build_job(&mut conn, id, include_deleted).await?
+            {
+                let facts = facts_of_jobs(&mut conn, vec![job]).await?;
+                return Ok((workspace, vec![build], facts));
+            }
+            // Not found, or a workspace without a build: its parts one by one, as before.
             let workspace = workspace_by(&mut conn, id, include_deleted).await?;
             let (builds, jobs) = match latest_build_with_job(&mut conn, id).await? {
                 Some((build, job)) => (vec![build], vec![job]),

@@ -28,6 +28,7 @@ mod user_links;
 mod user_secrets;
 mod users;
 mod version_facts;
+mod workspace_build_rows;
 mod workspace_search;
 mod workspaces;
 
