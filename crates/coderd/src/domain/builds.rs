@@ -6,7 +6,7 @@
 //! the workspace (404 when it may not see it), the version to run (asked for, else the previous
 //! build's, else the template's active one; it must belong to the template and be imported), the
 //! parameter values (validated against that version, see [`super::parameters`]), then one
-//! transaction writes the build, its job (with the version's tags, owner filled in) and the
+//! statement writes the build, its job (with the version's tags, owner filled in) and the
 //! posting — refused when a build is still active — and the dispatcher is told after it commits.
 
 use codersdk::ValidationError;
@@ -179,34 +179,38 @@ fn initiator(subject: &Subject, owner: Uuid) -> Uuid {
     }
 }
 
-/// The version a build runs, and its import job (whose provisioner, file and tags it builds
-/// with). The version must belong to `template` and have been imported successfully.
+/// A version a workspace is created with, and its import job (whose provisioner, file and tags
+/// the build runs with), checked as [`checked_version`] does.
 async fn build_version(
     state: &AppState,
-    (template_id, active_version_id): (Uuid, Uuid),
-    choice: VersionChoice,
-    previous: Option<&BuildRow>,
+    template_id: Uuid,
+    id: Uuid,
 ) -> Result<(TemplateVersionRow, JobRow)> {
-    let id = match (choice, previous) {
-        (VersionChoice::Exact(id), _) => id,
-        (VersionChoice::Previous, Some(prev)) => prev.template_version_id,
-        (VersionChoice::Previous, None) | (VersionChoice::Active, _) => active_version_id,
+    let version = match state.store.template_version_by_id(id).await {
+        Ok(version) => version,
+        Err(store::Error::NotFound) => return checked_version(id, None, template_id),
+        Err(other) => return Err(other.into()),
     };
-    let version = state
-        .store
-        .template_version_by_id(id)
-        .await
-        .map_err(|e| match e {
-            store::Error::NotFound => Error::bad_request("Template version does not exist.")
-                .with_detail(format!("no template version {id}")),
-            other => other.into(),
-        })?;
+    let job = state.store.job_by_id(version.job_id).await?;
+    checked_version(id, Some((version, job)), template_id)
+}
+
+/// The version `id` (`found`, with its import job, if it exists) may be built: it belongs to
+/// `template_id` and was imported successfully.
+fn checked_version(
+    id: Uuid,
+    found: Option<(TemplateVersionRow, JobRow)>,
+    template_id: Uuid,
+) -> Result<(TemplateVersionRow, JobRow)> {
+    let Some((version, job)) = found else {
+        return Err(Error::bad_request("Template version does not exist.")
+            .with_detail(format!("no template version {id}")));
+    };
     if version.template_id != Some(template_id) {
         return Err(Error::bad_request(
             "The template version does not belong to the workspace's template.",
         ));
     }
-    let job = state.store.job_by_id(version.job_id).await?;
     let status = job_status(&job);
     if status != ProvisionerJobStatus::Succeeded {
         return Err(
@@ -277,8 +281,8 @@ fn build_audit(subject: &Subject, build: &NewBuild, workspace: &str, org: Uuid) 
 }
 
 /// Creates the next build of `workspace`; the job is posted to the provisioners when the
-/// transaction commits. A subject that may not see the workspace gets [`Error::NotFound`]; one
-/// that may see but not change it [`Error::Forbidden`]; a build still active
+/// build commits. A subject that may not see the workspace gets [`Error::NotFound`]; one that
+/// may see but not change it [`Error::Forbidden`]; a build still active (or created meanwhile)
 /// [`Error::Conflict`].
 pub async fn create_build(
     state: &AppState,
@@ -286,6 +290,19 @@ pub async fn create_build(
     workspace: &WorkspaceRow,
     req: BuildRequest,
 ) -> Result<BuildRow> {
+    Ok(create_build_and_job(state, subject, workspace, req)
+        .await?
+        .0)
+}
+
+/// [`create_build`], also returning the build's job as written: the API renders the new build
+/// from these rows instead of reading them back.
+pub async fn create_build_and_job(
+    state: &AppState,
+    subject: &Subject,
+    workspace: &WorkspaceRow,
+    req: BuildRequest,
+) -> Result<(BuildRow, JobRow)> {
     let action = match req.transition {
         Transition::Start | Transition::Stop => Action::Update,
         Transition::Delete => Action::Delete,
@@ -316,18 +333,25 @@ pub async fn create_build(
         }
         choice = required_version(subject, workspace, choice)?;
     }
-    let previous = state.store.latest_builds(&[workspace.id]).await?.pop();
-    let (version, import) = build_version(
-        state,
-        (workspace.template_id, workspace.template_active_version_id),
-        choice,
-        previous.as_ref(),
-    )
-    .await?;
-    let previous_values = match &previous {
-        Some(prev) => state.store.build_parameters(prev.id).await?,
-        None => Vec::new(),
+    // The store picks the version: the asked-for one, else (for `Previous`) the latest build's,
+    // else the template's active one.
+    let (exact, previous) = match choice {
+        VersionChoice::Exact(id) => (Some(id), false),
+        VersionChoice::Previous => (None, true),
+        VersionChoice::Active => (None, false),
     };
+    let inputs = state
+        .store
+        .build_inputs(
+            workspace.id,
+            exact,
+            previous,
+            workspace.template_active_version_id,
+        )
+        .await?;
+    let (version, import) =
+        checked_version(inputs.version_id, inputs.version, workspace.template_id)?;
+    let previous_values = inputs.previous_values;
     let declared = parameters::declared(&version);
     let requested = match req.preset {
         Some(id) => {
@@ -379,7 +403,7 @@ pub async fn create_build(
         reason = req.reason.as_str(),
         "build created"
     );
-    Ok(row)
+    Ok((row, job))
 }
 
 /// The version a start must use when the template requires its active version: those who
@@ -525,10 +549,9 @@ async fn create_workspace_for(
     )?;
     let (version, import) = build_version(
         state,
-        (template.id, template.active_version_id),
+        template.id,
         req.template_version_id
-            .map_or(VersionChoice::Active, VersionChoice::Exact),
-        None,
+            .unwrap_or(template.active_version_id),
     )
     .await?;
     let declared = parameters::declared(&version);

@@ -94,6 +94,10 @@ pub async fn render_matched(
     let mut waiting_reason = String::new();
     if status == ProvisionerJobStatus::Pending {
         (queue_position, queue_size) = state.store.queue_position(job).await?;
+        // A job rendered as pending is in the queue, even one a daemon claimed since it was
+        // read (a build is rendered from its insert): the queue is at least as long as its
+        // place in it.
+        queue_size = queue_size.max(queue_position);
         if available_workers.is_empty() {
             let tags = describe_tags(&tags);
             waiting_reason = if summary.count == 0 {

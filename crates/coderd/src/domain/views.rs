@@ -249,6 +249,19 @@ pub async fn build(state: &AppState, row: BuildRow) -> Result<WorkspaceBuild> {
         .ok_or_else(|| Error::internal("a rendered build vanished"))
 }
 
+/// A build just created, rendered from the rows its insert returned: the job as written
+/// (pending; a daemon may have claimed it since, as it may right after any read), and no
+/// resources, which a job has only once it ran. Only the daemons are read.
+pub async fn new_build(state: &AppState, row: BuildRow, job: JobRow) -> Result<WorkspaceBuild> {
+    let daemons = state.store.daemons(Some(job.organization_id), None).await?;
+    let mut ctx = BuildContext {
+        jobs: HashMap::from([(job.id, job)]),
+        resources: HashMap::new(),
+        daemons,
+    };
+    build_view(state, row, &mut ctx).await
+}
+
 /// One workspace with its latest build, rendered.
 pub async fn workspace(state: &AppState, row: WorkspaceRow) -> Result<Workspace> {
     workspaces(state, vec![row])

@@ -288,8 +288,12 @@ pub(super) async fn create_build(
         preset: req.template_version_preset_id,
         prebuild_claim: false,
     };
-    let row = builds::create_build(&state, &auth.subject, &workspace, request).await?;
-    Ok((StatusCode::CREATED, Json(views::build(&state, row).await?)))
+    let (row, job) =
+        builds::create_build_and_job(&state, &auth.subject, &workspace, request).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(views::new_build(&state, row, job).await?),
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v2/workspaces/{id}/builds", tag = "Builds",

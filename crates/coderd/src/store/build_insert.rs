@@ -12,12 +12,25 @@ use super::workspaces::{BuildRow, NewBuild};
 use super::{Error, Result};
 use crate::pubsub::channels;
 
-/// Inserts `build` as the next build of its workspace, inside the caller's transaction, which
-/// must hold the workspace's row lock (or have inserted the workspace): this statement's
-/// snapshot is taken after the lock, so it sees every build committed before. Starts from the
-/// latest build's state (none when orphaning). Returns the build as the API shows it and its
-/// job, both announced when the transaction commits (the job first), or `None` (nothing
-/// written) when the latest build is still active or is not `build.expect_latest`.
+/// The unique key on `(workspace_id, build_number)`: a create that loses the race to another
+/// build of the same workspace fails on it (see [`insert_build`]).
+pub(super) const BUILD_NUMBER_TAKEN: &str = "workspace_builds_workspace_id_build_number_key";
+
+/// Inserts `build` as the next build of its workspace, starting from the latest build's state
+/// (none when orphaning). Returns the build as the API shows it and its job, both announced
+/// when the statement's transaction commits (the job first), or `None` (nothing written) when
+/// the workspace is deleted, or its latest build is still active or is not
+/// `build.expect_latest`.
+///
+/// Run on its own (autocommit), the statement is the whole decision, without a lock: it reads
+/// the latest build in its snapshot, and a build of the same workspace committed after that
+/// snapshot was taken holds the number this one computes, so this insert waits for it and then
+/// fails on [`BUILD_NUMBER_TAKEN`], which the caller answers as a build that came first. So
+/// two creates never both succeed from the same latest build, and a refused one writes nothing
+/// (its job, audit entry and notifications are this statement's). A delete build's completion
+/// marks the workspace deleted in the transaction that completes its job, so a snapshot that
+/// sees that build done sees the workspace deleted too. Also runs inside the transaction that
+/// inserts the workspace, which no one else sees before it commits.
 pub(super) async fn insert_build(
     tx: &mut sqlx::PgConnection,
     build: &NewBuild,
@@ -49,6 +62,7 @@ pub(super) async fn insert_build(
                       CASE WHEN $14 THEN NULL
                            ELSE (SELECT provisioner_state FROM latest) END AS state
                WHERE NOT EXISTS (SELECT 1 FROM latest WHERE NOT done)
+                 AND EXISTS (SELECT 1 FROM workspaces WHERE id = $12 AND NOT deleted)
                  AND ($15::uuid IS NULL OR $15 = (SELECT id FROM latest))
            ), j AS (
                INSERT INTO provisioner_jobs (id, created_at, updated_at, organization_id,

@@ -5,6 +5,7 @@ mod agents;
 mod api_keys;
 mod audit;
 mod build_facts;
+mod build_inputs;
 mod build_insert;
 mod completion;
 mod daemons;
@@ -44,6 +45,7 @@ pub use agents::{
 pub use api_keys::{ApiKeyRow, KeyHolder, NewApiKey};
 pub use audit::{AuditLogRow, AuditQuery, NewAuditLog};
 pub use build_facts::BuildFacts;
+pub use build_inputs::BuildInputs;
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use external_agents::{ExternalAgentRow, LatestBuildExternal, SealedAgentToken};

@@ -650,7 +650,10 @@ impl Store {
     }
 }
 
-async fn version_by_id(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<TemplateVersionRow> {
+pub(super) async fn version_by_id(
+    conn: &mut sqlx::PgConnection,
+    id: Uuid,
+) -> Result<TemplateVersionRow> {
     Ok(sqlx::query_as!(
         TemplateVersionRow,
         r#"SELECT v.*, u.username AS created_by_username, u.name AS created_by_name,

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::build_insert::insert_build;
+use super::build_insert::{BUILD_NUMBER_TAKEN, insert_build};
 use super::jobs::{JobRow, NewJob};
 use super::{Error, NewAuditLog, Result, Store, audit, timed};
 
@@ -178,27 +178,36 @@ impl Store {
     }
 
     /// Creates the next build of a workspace, starting from the previous build's state (none
-    /// for an orphaning build), unless a build is still active (then `None`). Serialised per
-    /// workspace by its row lock.
+    /// for an orphaning build), unless a build is still active (then `None`; also when another
+    /// build of the workspace was created meanwhile). One autocommit statement, without a lock:
+    /// [`insert_build`] says why concurrent creates stay one build at a time. A deleted
+    /// workspace is [`Error::NotFound`].
     pub async fn create_build(
         &self,
         build: &NewBuild,
         log: Option<&NewAuditLog>,
     ) -> Result<Option<(BuildRow, JobRow)>> {
         timed("create_build", async {
-            let mut tx = self.pool.begin().await?;
-            sqlx::query!(
-                "SELECT id FROM workspaces WHERE id = $1 AND NOT deleted FOR UPDATE",
-                build.workspace_id
-            )
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or(Error::NotFound)?;
-            let Some((row, job)) = insert_build(&mut tx, build, log, Utc::now()).await? else {
-                return Ok(None);
-            };
-            tx.commit().await?;
-            Ok(Some((row, job)))
+            let mut conn = self.pool.acquire().await?;
+            match insert_build(&mut conn, build, log, Utc::now()).await {
+                Ok(Some(created)) => Ok(Some(created)),
+                Err(Error::Conflict { constraint }) if constraint == BUILD_NUMBER_TAKEN => Ok(None),
+                Ok(None) => {
+                    // Refused: a deleted workspace (404) or an active build (409)? A second
+                    // read, on this path alone.
+                    let live = sqlx::query_scalar!(
+                        "SELECT NOT deleted AS \"live!\" FROM workspaces WHERE id = $1",
+                        build.workspace_id
+                    )
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    match live {
+                        Some(true) => Ok(None),
+                        _ => Err(Error::NotFound),
+                    }
+                }
+                Err(e) => Err(e),
+            }
         })
         .await
     }

@@ -457,3 +457,116 @@ async fn a_job_log_tail_returns_the_whole_log_live_and_ends_with_the_job() -> an
     );
     Ok(())
 }
+
+/// Builds are created without a lock (one statement each): the API's and the lifecycle
+/// executor's asks for the same workspace, all at once, still make exactly one build per
+/// round, numbered in order, and a refused ask leaves no job and no audit entry behind.
+#[tokio::test(flavor = "multi_thread")]
+async fn api_and_lifecycle_builds_asked_at_once_make_one_build_each_time() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    // Each build stays active while a round's asks arrive: a build asked for after the
+    // previous one finished is a new build, rightly.
+    let mut slow = template();
+    for stage in [&mut slow.start, &mut slow.stop] {
+        stage.get_or_insert_with(Default::default).delay_ms = 1000;
+    }
+    let template = app.echo_template(&owner, "slow", &slow, &[]).await?;
+    let ws = testutil::running_workspace(&owner, template.id, "dev").await?;
+    let person = subject_of(&app, &owner).await?;
+    let system = Subject::system();
+    let row = app.state.store.workspace_by_id(ws.id, false).await?;
+    let rounds = 4;
+    for round in 0..rounds {
+        let latest = app.state.store.latest_builds(&[ws.id]).await?.remove(0);
+        let transition = if round % 2 == 0 {
+            Transition::Stop
+        } else {
+            Transition::Start
+        };
+        let asks = (0..8).map(|i| {
+            let (subject, req) = if i % 2 == 0 {
+                (&person, BuildRequest::new(transition, BuildReason::Cli))
+            } else {
+                // The executor's ask: only if `latest` is still the latest build.
+                let req = BuildRequest {
+                    expect_latest: Some(latest.id),
+                    ..BuildRequest::new(transition, BuildReason::Autostop)
+                };
+                (&system, req)
+            };
+            builds::create_build(&app.state, subject, &row, req)
+        });
+        let answers = futures::future::join_all(asks).await;
+        let mut created = Vec::new();
+        for answer in answers {
+            match answer {
+                Ok(build) => created.push(build),
+                Err(Error::Conflict { .. }) => {}
+                Err(e) => anyhow::bail!("round {round}: {e:?}"),
+            }
+        }
+        assert_eq!(created.len(), 1, "round {round}: one build");
+        assert_eq!(created[0].build_number, latest.build_number + 1);
+        wait_build(&owner, created[0].id).await?;
+    }
+    let numbers: Vec<i32> = sqlx::query_scalar(
+        "SELECT build_number FROM workspace_builds WHERE workspace_id = $1 ORDER BY 1",
+    )
+    .bind(ws.id)
+    .fetch_all(app.pool())
+    .await?;
+    assert_eq!(numbers, (1..=rounds + 1).collect::<Vec<i32>>());
+    let entries: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_logs WHERE resource_type = 'workspace_build'
+           AND additional_fields->>'workspace_id' = $1",
+    )
+    .bind(ws.id.to_string())
+    .fetch_one(app.pool())
+    .await?;
+    assert_eq!(entries, i64::from(rounds) + 1, "one entry per build");
+    let jobless: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM provisioner_jobs j WHERE j.type = 'workspace_build'
+           AND NOT EXISTS (SELECT 1 FROM workspace_builds b WHERE b.job_id = j.id)",
+    )
+    .fetch_one(app.pool())
+    .await?;
+    assert_eq!(jobless, 0, "a refused ask writes no job");
+    Ok(())
+}
+
+/// A workspace read before its delete build finished is not built again: the build's own
+/// statement checks that the workspace still exists.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_of_a_workspace_deleted_since_it_was_read_is_not_found() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let ws = running(&app, &owner, &owner).await?;
+    let stale = app.state.store.workspace_by_id(ws.id, false).await?;
+    let delete = owner
+        .create_workspace_build(
+            ws.id,
+            &CreateWorkspaceBuildRequest {
+                transition: "delete".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    wait_build(&owner, delete.id).await?;
+    let refused = builds::create_build(
+        &app.state,
+        &subject_of(&app, &owner).await?,
+        &stale,
+        BuildRequest::new(Transition::Start, BuildReason::Cli),
+    )
+    .await
+    .expect_err("the workspace is gone");
+    assert!(matches!(refused, Error::NotFound), "{refused:?}");
+    let builds: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM workspace_builds WHERE workspace_id = $1")
+            .bind(ws.id)
+            .fetch_one(app.pool())
+            .await?;
+    assert_eq!(builds, 2, "the first build and the delete");
+    Ok(())
+}
