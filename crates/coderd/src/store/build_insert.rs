@@ -73,14 +73,21 @@ pub(super) async fn insert_build(
                  AND EXISTS (SELECT 1 FROM workspaces WHERE id = $12 AND NOT deleted)
                  AND ($15::uuid IS NULL OR $15 = (SELECT id FROM latest))
            ), claimed_by AS (
-               -- Evaluated only with a reserved daemon (the one-time filter on $39).
+               -- Evaluated only with a reserved daemon (the one-time filter on $39). The
+               -- pending check walks the pending index per key, as the claim does: the generic
+               -- plan of a plain EXISTS scanned the whole table.
                SELECT $39::uuid AS worker
                WHERE $39::uuid IS NOT NULL
                  AND NOT EXISTS (
-                     SELECT 1 FROM provisioner_jobs q
-                     WHERE q.organization_id = $3 AND q.provisioner = ANY($40::text[])
-                       AND q.tags_key = ANY($41::text[])
-                       AND q.started_at IS NULL AND q.canceled_at IS NULL)
+                     SELECT 1 FROM unnest($40::text[]) AS p(provisioner)
+                     CROSS JOIN unnest($41::text[]) AS k(tags_key)
+                     CROSS JOIN LATERAL (
+                         SELECT 1 FROM provisioner_jobs q
+                         WHERE q.organization_id = $3 AND q.provisioner = p.provisioner
+                           AND q.tags_key = k.tags_key
+                           AND q.started_at IS NULL AND q.canceled_at IS NULL
+                         ORDER BY q.created_at, q.id
+                         LIMIT 1) head)
                  AND NOT EXISTS (
                      SELECT 1 FROM provisioner_jobs h
                      WHERE h.worker_id = $39 AND h.completed_at IS NULL)
