@@ -389,7 +389,10 @@ mod tests {
             "a daemon still running its own claim is not reserved"
         );
         d.settle(idle);
-        assert!(d.reserve(org, "echo", "c").is_none(), "no daemon takes key c");
+        assert!(
+            d.reserve(org, "echo", "c").is_none(),
+            "no daemon takes key c"
+        );
         let reserved = d.reserve(org, "echo", "a").expect("the settled daemon");
         assert_eq!(reserved.daemon(), Some(idle));
         let claimant = reserved.claimant().expect("claimant");
@@ -398,7 +401,10 @@ mod tests {
         drop(reserved);
         assert_eq!(d.idle_count(), 1, "back in the queue");
         assert!(idle_rx.try_recv().is_err(), "not woken");
-        assert!(d.reserve(org, "echo", "b").is_some(), "and reservable again");
+        assert!(
+            d.reserve(org, "echo", "b").is_some(),
+            "and reservable again"
+        );
     }
 
     #[test]

@@ -113,11 +113,8 @@ async fn stalled_stop(
         .await?;
     let client = owner.clone();
     let id = ws.id;
-    let build = tokio::spawn(async move {
-        Ok(client
-            .create_workspace_build(id, &stop_request())
-            .await?)
-    });
+    let build =
+        tokio::spawn(async move { Ok(client.create_workspace_build(id, &stop_request()).await?) });
     wait_idle(app, 0).await?;
     Ok((lock, build))
 }
@@ -134,7 +131,11 @@ async fn a_build_created_while_a_daemon_idles_is_claimed_by_its_insert() -> anyh
     wait_idle(&app, 1).await?;
     let ws = running_workspace(&owner, template.id, "ws").await?;
     let (created, started, worker) = job_times(&app, ws.latest_build.job.id).await?;
-    assert_eq!(started, Some(created), "claimed by the statement that created it");
+    assert_eq!(
+        started,
+        Some(created),
+        "claimed by the statement that created it"
+    );
     assert_eq!(ws.latest_build.status.as_str(), "running");
 
     wait_idle(&app, 1).await?;
@@ -146,7 +147,10 @@ async fn a_build_created_while_a_daemon_idles_is_claimed_by_its_insert() -> anyh
     assert_eq!(stop.job.status, ProvisionerJobStatus::Running);
     let (created, started, _) = job_times(&app, stop.job.id).await?;
     assert_eq!(started, Some(created));
-    assert_eq!(wait_build(&owner, stop.id).await?.status.as_str(), "stopped");
+    assert_eq!(
+        wait_build(&owner, stop.id).await?.status.as_str(),
+        "stopped"
+    );
     Ok(())
 }
 
@@ -236,14 +240,23 @@ async fn an_older_pending_job_is_not_overtaken() -> anyhow::Result<()> {
     .bind(ws.latest_build.job.id)
     .execute(app.pool())
     .await?;
-    assert_eq!(app.state.dispatcher.idle_count(), 1, "the daemon still idles");
+    assert_eq!(
+        app.state.dispatcher.idle_count(),
+        1,
+        "the daemon still idles"
+    );
 
     let stop = owner.create_workspace_build(ws.id, &stop_request()).await?;
     assert_eq!(stop.job.worker_id, None, "not claimed at its insert");
     let done = wait_build(&owner, stop.id).await?;
     assert_eq!(done.status.as_str(), "stopped", "{}", done.job.error);
     let import = owner.template_version(older.id).await?.job;
-    assert_eq!(import.status, ProvisionerJobStatus::Succeeded, "{}", import.error);
+    assert_eq!(
+        import.status,
+        ProvisionerJobStatus::Succeeded,
+        "{}",
+        import.error
+    );
     let (_, import_started, _) = job_times(&app, older.job.id).await?;
     let (_, stop_started, _) = job_times(&app, stop.job.id).await?;
     assert!(
