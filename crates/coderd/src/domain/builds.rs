@@ -17,9 +17,10 @@ use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
 use uuid::Uuid;
 
 use super::render::job_status;
-use super::{Error, Result, parameters, presets};
+use super::{Error, Result, jobs, parameters, presets};
 use crate::audit::{self, Entry};
 use crate::authz::{self, Action, Object, Resource, Subject};
+use crate::provisioners::dispatch::Reserved;
 use crate::provisioners::tags;
 use crate::schedule::Schedule;
 use crate::state::AppState;
@@ -385,7 +386,15 @@ pub async fn create_build_and_job(
         job,
     };
     let log = build_audit(subject, &build, &workspace.name, workspace.organization_id);
-    let created = state.store.create_build(&build, Some(&log)).await?;
+    let reserved = reserve_daemon(state, &build.job);
+    let created = state
+        .store
+        .create_build(
+            &build,
+            Some(&log),
+            reserved.as_ref().and_then(|r| r.claimant()).as_ref(),
+        )
+        .await?;
     let Some((row, job)) = created else {
         if req.expect_latest.is_some() {
             return Err(Error::conflict(
@@ -395,7 +404,7 @@ pub async fn create_build_and_job(
         return Err(Error::conflict("A workspace build is already active.")
             .with_detail("wait for it to finish or cancel it before starting another"));
     };
-    state.dispatcher.announce((&job).into());
+    jobs::dispatch_created(state, &job, reserved).await;
     tracing::info!(
         workspace = %workspace.id,
         build = %row.id,
@@ -646,9 +655,16 @@ async fn create_workspace_for(
         .build(),
         build_audit(subject, &build, &req.name, org),
     ];
+    let reserved = reserve_daemon(state, &build.job);
     let (row, _, job) = state
         .store
-        .create_workspace(&workspace, &build, task, &logs)
+        .create_workspace(
+            &workspace,
+            &build,
+            task,
+            &logs,
+            reserved.as_ref().and_then(|r| r.claimant()).as_ref(),
+        )
         .await
         .map_err(|e| match e {
             store::Error::Conflict { .. } => Error::conflict(format!(
@@ -657,8 +673,16 @@ async fn create_workspace_for(
             )),
             other => other.into(),
         })?;
-    state.dispatcher.announce((&job).into());
+    jobs::dispatch_created(state, &job, reserved).await;
     Ok(row)
+}
+
+/// An idle daemon here for `job` to be claimed for by its insert, saving the daemon a claim
+/// statement and its commit (see `Dispatcher::reserve`).
+fn reserve_daemon(state: &AppState, job: &NewJob) -> Option<Reserved> {
+    state
+        .dispatcher
+        .reserve(job.organization_id, &job.provisioner, &job.tags_key)
 }
 
 /// Cancels a build's job: a pending one at once, a running one through its daemon. Allowed to

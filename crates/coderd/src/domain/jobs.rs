@@ -2,7 +2,7 @@
 //! could run them, and why a pending job waits.
 
 use chrono::Utc;
-use codersdk::provisionerd::Tags;
+use codersdk::provisionerd::{JobFailure, Tags};
 use codersdk::provisioners::{
     MatchedProvisioners, ProvisionerDaemon, ProvisionerDaemonJob, ProvisionerDaemonStatus,
     ProvisionerJob, ProvisionerJobInput, ProvisionerJobMetadata, ProvisionerJobStatus,
@@ -14,10 +14,11 @@ use uuid::Uuid;
 use super::Result;
 use super::render::job_status;
 use crate::authz::{Action, Object, Resource, Subject};
+use crate::provisioners::dispatch::Reserved;
 use crate::provisioners::registry::OFFLINE_AFTER;
 use crate::provisioners::tags;
 use crate::state::AppState;
-use crate::store::{DaemonRow, JobRow};
+use crate::store::{DaemonRow, JobRow, ReleaseOutcome};
 
 // Read in place: a listing matches every job against every daemon, and cloning each tag
 // document first showed up in its profile.
@@ -266,4 +267,46 @@ pub async fn waiting(state: &AppState, subject: &Subject, org: Uuid) -> Result<V
         });
     }
     Ok(out)
+}
+
+/// Sends a job just created on its way: to the daemon its insert claimed it for (see
+/// [`Dispatcher::reserve`](crate::provisioners::dispatch::Dispatcher::reserve)), or, when it
+/// was not claimed, gives the reservation back and posts the job to the idle daemons here (its
+/// NOTIFY reaches the other replicas).
+pub async fn dispatch_created(state: &AppState, job: &JobRow, reserved: Option<Reserved>) {
+    if let Some(reserved) = reserved {
+        if let Some(daemon) = job.worker_id.filter(|w| Some(*w) == reserved.daemon()) {
+            if !reserved.hand_over(job.clone()) {
+                hand_back(state, job.id, daemon).await;
+            }
+            return;
+        }
+        // Back in its place before the posting, which may well wake it.
+        drop(reserved);
+    }
+    state.dispatcher.announce(job.into());
+}
+
+/// A job claimed for `daemon` at its creation that never reached the daemon (it disconnected,
+/// stopped, or took another job meanwhile) goes back to the queue: pending again at its place
+/// and announced to every replica (`JOB_REQUEUED`), as a stopping daemon's hand-back is. One
+/// cancelled meanwhile ends as cancelled.
+pub async fn hand_back(state: &AppState, job: Uuid, daemon: Uuid) {
+    tracing::info!(job = %job, daemon = %daemon, "the daemon a job was claimed for at its creation cannot take it; it is queued again");
+    match state.store.release_job(job, daemon, &[]).await {
+        Ok(ReleaseOutcome::Requeued | ReleaseOutcome::NotHeld) => {}
+        Ok(ReleaseOutcome::Canceled) => {
+            let failure = JobFailure {
+                canceled: true,
+                ..JobFailure::new("the job was canceled")
+            };
+            if let Err(e) = state.store.fail_job(job, daemon, &failure, &[]).await {
+                tracing::error!(error = %e, job = %job, "ending a cancelled job that was handed back");
+            }
+        }
+        Err(e) => {
+            // It stays claimed until it is failed for missed heartbeats.
+            tracing::error!(error = %e, job = %job, "handing back a job claimed at creation");
+        }
+    }
 }

@@ -9,8 +9,14 @@
 //! net for lost notifications; a pubsub reconnect wakes everyone once. A job a stopping daemon
 //! hands back is announced on a channel of its own: every process has seen the job's first
 //! posting and drops a repeat of it, but a hand-back is news to all of them.
+//!
+//! A build created while a local daemon that can run it idles skips the queue: the creating
+//! process reserves that daemon ([`Dispatcher::reserve`]), the insert claims the job for it in
+//! the same statement, and the session gets the claimed job ([`Wake::Claimed`]) instead of a
+//! posting. That saves the claim's statement and its commit on the pickup path.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -18,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::pubsub::{Event, Pubsub, channels};
+use crate::store::{Claimant, JobRow};
 
 /// A job posting as announced by its creating transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,12 +69,16 @@ impl Posting {
 }
 
 /// Why an idle daemon was woken.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Wake {
     /// A matching job was posted.
     Posted(Posting),
     /// Something may have been missed; look.
     Look,
+    /// The statement that created this job claimed it for this daemon (see
+    /// [`Dispatcher::reserve`]): it is the daemon's already, to be sent as it is. A session that
+    /// cannot send it hands it back to the queue.
+    Claimed(Box<JobRow>),
 }
 
 struct Waiter {
@@ -76,11 +87,25 @@ struct Waiter {
     provisioners: Vec<String>,
     keys: HashSet<String>,
     wake: oneshot::Sender<Wake>,
+    /// Its session found no job after registering and now only waits: it runs no claim of its
+    /// own that could take a job besides one claimed for it at creation.
+    settled: bool,
+}
+
+impl Waiter {
+    fn takes(&self, org: Uuid, provisioner: &str, tags_key: &str) -> bool {
+        self.org == org
+            && self.provisioners.iter().any(|p| p == provisioner)
+            && self.keys.contains(tags_key)
+    }
 }
 
 #[derive(Clone, Default)]
 pub struct Dispatcher {
     waiters: Arc<Mutex<VecDeque<Waiter>>>,
+    /// Postings that found no idle daemon here, and wake-ups of everyone: a reserved daemon,
+    /// out of the queue meanwhile, missed them if this moved while it was out.
+    unserved: Arc<AtomicU64>,
     /// Jobs announced recently, so that a job this process created (and dispatched at once) is
     /// not dispatched again when its own NOTIFY comes back.
     recent: Arc<Mutex<Recent>>,
@@ -165,8 +190,39 @@ impl Dispatcher {
             provisioners: capability.provisioners.clone(),
             keys: capability.keys.iter().cloned().collect(),
             wake: tx,
+            settled: false,
         });
         rx
+    }
+
+    /// Marks `daemon`'s waiter as settled: its session's claim came back empty and it now
+    /// only waits for a wake-up, so it may be reserved for a job at creation.
+    pub fn settle(&self, daemon: Uuid) {
+        if let Some(w) = self.lock().iter_mut().find(|w| w.daemon == daemon) {
+            w.settled = true;
+        }
+    }
+
+    /// Takes the longest-idle settled daemon here that can run a job of `org`, `provisioner`
+    /// and `tags_key` out of the queue, for the statement that creates such a job to claim it
+    /// for that daemon. Only a settled one: a daemon whose session is claiming on its own could
+    /// end up with two jobs. Daemons of other replicas are not here, so never reserved; their
+    /// jobs go through the posting as before. Dropping the reservation unused gives the daemon
+    /// back (see [`Reserved`]).
+    pub fn reserve(&self, org: Uuid, provisioner: &str, tags_key: &str) -> Option<Reserved> {
+        let mut waiters = self.lock();
+        waiters.retain(|w| !w.wake.is_closed());
+        let index = waiters
+            .iter()
+            .position(|w| w.settled && w.takes(org, provisioner, tags_key))?;
+        let waiter = waiters.remove(index)?;
+        Some(Reserved {
+            dispatcher: self.clone(),
+            index,
+            unserved: self.unserved.load(Ordering::SeqCst),
+            keys: waiter.keys.iter().cloned().collect(),
+            waiter: Some(waiter),
+        })
     }
 
     /// Removes a daemon that stopped waiting (busy, disconnected).
@@ -192,11 +248,11 @@ impl Dispatcher {
         let mut waiters = self.lock();
         // Waiters whose receiver is gone are dropped on the way.
         waiters.retain(|w| !w.wake.is_closed());
-        let Some(index) = waiters.iter().position(|w| {
-            w.org == posting.org
-                && w.provisioners.contains(&posting.provisioner)
-                && w.keys.contains(&posting.tags_key)
-        }) else {
+        let Some(index) = waiters
+            .iter()
+            .position(|w| w.takes(posting.org, &posting.provisioner, &posting.tags_key))
+        else {
+            self.unserved.fetch_add(1, Ordering::SeqCst);
             return;
         };
         if let Some(waiter) = waiters.remove(index) {
@@ -206,13 +262,75 @@ impl Dispatcher {
 
     /// Wakes every idle daemon (after events may have been lost).
     pub fn wake_all(&self) {
-        for waiter in self.lock().drain(..) {
+        let mut waiters = self.lock();
+        self.unserved.fetch_add(1, Ordering::SeqCst);
+        for waiter in waiters.drain(..) {
             let _ = waiter.wake.send(Wake::Look);
         }
     }
 
+    /// Daemons here that found nothing to claim and wait for a job (those a job created now
+    /// could be claimed for).
     pub fn idle_count(&self) -> usize {
-        self.lock().len()
+        self.lock().iter().filter(|w| w.settled).count()
+    }
+}
+
+/// A daemon taken out of the queue for a job being created (see [`Dispatcher::reserve`]).
+/// Dropped without [`Reserved::hand_over`] (the job was not claimed at its insert, the insert
+/// was refused or failed), it goes back to its place in the queue, so every early return gives
+/// it back; when a posting or wake-up found no one while it was out, it is woken to look
+/// instead, as it would have been.
+pub struct Reserved {
+    dispatcher: Dispatcher,
+    index: usize,
+    unserved: u64,
+    keys: Vec<String>,
+    waiter: Option<Waiter>,
+}
+
+impl Reserved {
+    pub fn daemon(&self) -> Option<Uuid> {
+        self.waiter.as_ref().map(|w| w.daemon)
+    }
+
+    /// Who the insert claims the job for, with every job the daemon could take (the insert
+    /// leaves the job pending when an older one of those waits).
+    pub fn claimant(&self) -> Option<Claimant<'_>> {
+        self.waiter.as_ref().map(|w| Claimant {
+            org: w.org,
+            provisioners: &w.provisioners,
+            tag_keys: &self.keys,
+            worker: w.daemon,
+        })
+    }
+
+    /// Gives the job its insert claimed for this daemon to the daemon's session. False when
+    /// the session stopped waiting meanwhile (disconnected, stopping, or looking on its own):
+    /// the caller then hands the job back to the queue.
+    pub fn hand_over(mut self, job: JobRow) -> bool {
+        self.waiter
+            .take()
+            .is_some_and(|w| w.wake.send(Wake::Claimed(Box::new(job))).is_ok())
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let Some(waiter) = self.waiter.take() else {
+            return;
+        };
+        let mut waiters = self.dispatcher.lock();
+        // Gone, or registered anew by its session (which looked on its own meanwhile).
+        if waiter.wake.is_closed() || waiters.iter().any(|w| w.daemon == waiter.daemon) {
+            return;
+        }
+        if self.dispatcher.unserved.load(Ordering::SeqCst) != self.unserved {
+            let _ = waiter.wake.send(Wake::Look);
+            return;
+        }
+        let index = self.index.min(waiters.len());
+        waiters.insert(index, waiter);
     }
 }
 
@@ -256,7 +374,74 @@ mod tests {
         );
         d.post(posting(org, "a"));
         assert!(matches!(second.try_recv(), Ok(Wake::Posted(_))));
-        assert_eq!(d.idle_count(), 1);
+        assert_eq!(d.lock().len(), 1);
+    }
+
+    #[test]
+    fn only_a_settled_daemon_is_reserved_and_an_unused_reservation_gives_it_back() {
+        let d = Dispatcher::default();
+        let org = Uuid::new_v4();
+        let (busy, idle) = (Uuid::new_v4(), Uuid::new_v4());
+        let _busy = d.wait(busy, &capability(org, &["a"]));
+        let mut idle_rx = d.wait(idle, &capability(org, &["a", "b"]));
+        assert!(
+            d.reserve(org, "echo", "a").is_none(),
+            "a daemon still running its own claim is not reserved"
+        );
+        d.settle(idle);
+        assert!(
+            d.reserve(org, "echo", "c").is_none(),
+            "no daemon takes key c"
+        );
+        let reserved = d.reserve(org, "echo", "a").expect("the settled daemon");
+        assert_eq!(reserved.daemon(), Some(idle));
+        let claimant = reserved.claimant().expect("claimant");
+        assert_eq!(claimant.tag_keys.len(), 2, "every key the daemon takes");
+        assert_eq!(d.idle_count(), 0, "out of the queue while reserved");
+        drop(reserved);
+        assert_eq!(d.idle_count(), 1, "back in the queue");
+        assert!(idle_rx.try_recv().is_err(), "not woken");
+        assert!(
+            d.reserve(org, "echo", "b").is_some(),
+            "and reservable again"
+        );
+    }
+
+    #[test]
+    fn a_reserved_daemon_that_missed_a_posting_is_woken_to_look() {
+        let d = Dispatcher::default();
+        let org = Uuid::new_v4();
+        let daemon = Uuid::new_v4();
+        let mut rx = d.wait(daemon, &capability(org, &["a"]));
+        d.settle(daemon);
+        let reserved = d.reserve(org, "echo", "a").expect("reserved");
+        d.post(posting(org, "a"));
+        drop(reserved);
+        assert_eq!(rx.try_recv(), Ok(Wake::Look));
+        assert_eq!(d.idle_count(), 0);
+    }
+
+    #[test]
+    fn a_claimed_job_reaches_a_waiting_session_only() {
+        let d = Dispatcher::default();
+        let org = Uuid::new_v4();
+        let daemon = Uuid::new_v4();
+        let mut rx = d.wait(daemon, &capability(org, &["a"]));
+        d.settle(daemon);
+        let job = crate::store::JobRow::pending_build(chrono::Utc::now());
+        let reserved = d.reserve(org, "echo", "a").expect("reserved");
+        assert!(reserved.hand_over(job.clone()));
+        assert_eq!(rx.try_recv(), Ok(Wake::Claimed(Box::new(job.clone()))));
+
+        let mut rx = d.wait(daemon, &capability(org, &["a"]));
+        d.settle(daemon);
+        let reserved = d.reserve(org, "echo", "a").expect("reserved");
+        // The session stops waiting (stopping, disconnecting, polling) before the hand-over.
+        rx.close();
+        assert!(
+            !reserved.hand_over(job),
+            "refused: the caller hands the job back"
+        );
     }
 
     #[test]

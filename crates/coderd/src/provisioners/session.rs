@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::dispatch::{Capability, Posting, Wake};
 use super::payload;
+use crate::domain;
 use crate::pubsub::{Subscription, channels};
 use crate::state::AppState;
 use crate::store::{
@@ -71,6 +72,7 @@ pub async fn run(
         };
         session.serve(io.incoming, shutdown).await;
         state.dispatcher.forget(session.daemon.id);
+        session.pass_on_wake().await;
         state.daemons.disconnected(session.daemon.id);
         tracing::info!("provisioner daemon disconnected");
     }
@@ -127,15 +129,12 @@ impl Session {
                 },
                 wake = wait_wake(&mut self.waiting) => {
                     self.waiting = None;
-                    let posting = match wake {
-                        Some(Wake::Posted(p)) => Some(p),
-                        _ => None,
-                    };
-                    self.acquire(posting).await
+                    self.woken(wake).await
                 }
                 _ = poll.tick(), if self.waiting.is_some() => {
-                    self.waiting = None;
-                    self.acquire(None).await
+                    // A wake-up sent meanwhile is taken, not dropped with the receiver.
+                    let wake = self.stop_waiting();
+                    self.woken(wake).await
                 }
                 event = next_job_event(&mut self.held) => match event {
                     Some(_) => self.check_cancel().await,
@@ -277,10 +276,8 @@ impl Session {
                 // sent already: `Stopped` reaches the daemon after it, and the daemon hands it
                 // back.
                 self.stopping = true;
-                match self.waiting.take() {
-                    Some(waiter) => self.unwait(waiter),
-                    None => self.state.dispatcher.forget(self.daemon.id),
-                }
+                self.state.dispatcher.forget(self.daemon.id);
+                self.pass_on_wake().await;
                 self.send(ServerMessage::Stopped).await
             }
         }
@@ -536,6 +533,7 @@ impl Session {
             Ok(Some(job)) => job,
             Ok(None) => {
                 self.waiting = Some(waiter);
+                self.state.dispatcher.settle(self.daemon.id);
                 return Claimed::Waiting;
             }
             Err(e) => {
@@ -554,6 +552,12 @@ impl Session {
                 self.state.dispatcher.post(p);
             }
         }
+        self.send_job(job, context).await
+    }
+
+    /// Describes a job this daemon holds now (with `context` if that is its build's, read
+    /// already) and sends it.
+    async fn send_job(&mut self, job: JobRow, context: Option<BuildContext>) -> Claimed {
         if let Some(started_at) = job.started_at {
             let waited = (started_at - job.created_at).to_std().unwrap_or_default();
             metrics::histogram!("coderd_provisioner_job_queue_wait_seconds")
@@ -579,6 +583,54 @@ impl Session {
                 }
                 Claimed::Unpreparable
             }
+        }
+    }
+}
+
+impl Session {
+    /// Acts on a wake-up: a job claimed for this daemon at its creation is sent as it is;
+    /// anything else means looking for a job.
+    async fn woken(&mut self, wake: Option<Wake>) -> bool {
+        match wake {
+            Some(Wake::Claimed(job)) => self.take_claimed(*job).await,
+            Some(Wake::Posted(p)) => self.acquire(Some(p)).await,
+            Some(Wake::Look) | None => self.acquire(None).await,
+        }
+    }
+
+    /// A job whose insert claimed it for this daemon (see `Dispatcher::reserve`): sent
+    /// without a claim statement, or handed back to the queue when the daemon cannot take it
+    /// now (it holds a job, or is stopping).
+    async fn take_claimed(&mut self, job: JobRow) -> bool {
+        if self.held.is_some() || self.stopping {
+            domain::jobs::hand_back(&self.state, job.id, self.daemon.id).await;
+            return true;
+        }
+        match self.send_job(job, None).await {
+            Claimed::Sent(alive) => alive,
+            Claimed::Waiting => true,
+            Claimed::Unpreparable => self.acquire(None).await,
+        }
+    }
+
+    /// Stops waiting, returning a wake-up sent before: closing the receiver first makes every
+    /// later send fail, so a job claimed for this daemon is either returned here or handed
+    /// back by the process that claimed it, never lost with the receiver.
+    fn stop_waiting(&mut self) -> Option<Wake> {
+        let mut waiter = self.waiting.take()?;
+        waiter.close();
+        waiter.try_recv().ok()
+    }
+
+    /// For a session that takes no more jobs (stopping, or ending): a posting meant for it goes
+    /// to the next idle daemon, a job claimed for it back to the queue.
+    async fn pass_on_wake(&mut self) {
+        match self.stop_waiting() {
+            Some(Wake::Posted(p)) => self.state.dispatcher.post(p),
+            Some(Wake::Claimed(job)) => {
+                domain::jobs::hand_back(&self.state, job.id, self.daemon.id).await;
+            }
+            Some(Wake::Look) | None => {}
         }
     }
 }

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::audit::NewAuditLog;
-use super::jobs::JobRow;
+use super::jobs::{Claimant, JobRow};
 use super::workspaces::{BuildRow, NewBuild};
 use super::{Error, Result};
 use crate::pubsub::channels;
@@ -31,10 +31,18 @@ pub(super) const BUILD_NUMBER_TAKEN: &str = "workspace_builds_workspace_id_build
 /// marks the workspace deleted in the transaction that completes its job, so a snapshot that
 /// sees that build done sees the workspace deleted too. Also runs inside the transaction that
 /// inserts the workspace, which no one else sees before it commits.
+///
+/// With `claim` (an idle daemon this process reserved for the job), the job is inserted
+/// already claimed by that daemon (`started_at` = `created_at`) and not posted, when the
+/// daemon's own claim would have taken it: no pending job the daemon could run is older (the
+/// queue stays first in, first out) and the daemon holds no job. Otherwise it is inserted
+/// pending and posted as without. A pending job committed after this statement's snapshot is
+/// not seen, as it is not by the claim statement either: it was created after this one began.
 pub(super) async fn insert_build(
     tx: &mut sqlx::PgConnection,
     build: &NewBuild,
     log: Option<&NewAuditLog>,
+    claim: Option<&Claimant<'_>>,
     now: DateTime<Utc>,
 ) -> Result<Option<(BuildRow, JobRow)>> {
     let job = &build.job;
@@ -64,10 +72,32 @@ pub(super) async fn insert_build(
                WHERE NOT EXISTS (SELECT 1 FROM latest WHERE NOT done)
                  AND EXISTS (SELECT 1 FROM workspaces WHERE id = $12 AND NOT deleted)
                  AND ($15::uuid IS NULL OR $15 = (SELECT id FROM latest))
+           ), claimed_by AS (
+               -- Evaluated only with a reserved daemon (the one-time filter on $39). The
+               -- pending check walks the pending index per key, as the claim does: the generic
+               -- plan of a plain EXISTS scanned the whole table.
+               SELECT $39::uuid AS worker
+               WHERE $39::uuid IS NOT NULL
+                 AND NOT EXISTS (
+                     SELECT 1 FROM unnest($40::text[]) AS p(provisioner)
+                     CROSS JOIN unnest($41::text[]) AS k(tags_key)
+                     CROSS JOIN LATERAL (
+                         SELECT 1 FROM provisioner_jobs q
+                         WHERE q.organization_id = $3 AND q.provisioner = p.provisioner
+                           AND q.tags_key = k.tags_key
+                           AND q.started_at IS NULL AND q.canceled_at IS NULL
+                         ORDER BY q.created_at, q.id
+                         LIMIT 1) head)
+                 AND NOT EXISTS (
+                     SELECT 1 FROM provisioner_jobs h
+                     WHERE h.worker_id = $39 AND h.completed_at IS NULL)
            ), j AS (
                INSERT INTO provisioner_jobs (id, created_at, updated_at, organization_id,
-                   initiator_id, provisioner, file_id, type, input, tags, tags_key)
-               SELECT $1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM next
+                   initiator_id, provisioner, file_id, type, input, tags, tags_key, worker_id,
+                   started_at)
+               SELECT $1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, c.worker,
+                      CASE WHEN c.worker IS NOT NULL THEN $2::timestamptz END
+               FROM next LEFT JOIN claimed_by c ON true
                RETURNING *
            ), b AS (
                INSERT INTO workspace_builds (id, workspace_id, template_version_id, build_number,
@@ -107,7 +137,10 @@ pub(super) async fn insert_build(
                   b.has_external_agent AS "has_external_agent?",
                   (SELECT to_jsonb(j) FROM j) AS "job!",
                   (SELECT count(pg_notify(n.channel, n.payload))
-                   FROM unnest($22::text[], $23::text[]) AS n(channel, payload)) AS "sent!"
+                   FROM unnest($22::text[], $23::text[]) AS n(channel, payload)
+                   -- A claimed job is no one else's to take: not posted.
+                   WHERE n.channel <> $42 OR NOT EXISTS (SELECT 1 FROM claimed_by))
+                   AS "sent!"
            FROM b
            JOIN workspaces w ON w.id = b.workspace_id
            JOIN users u ON u.id = w.owner_id
@@ -151,15 +184,22 @@ pub(super) async fn insert_build(
         log.map(|l| l.request_id),
         log.map(|l| l.description.as_str()),
         log.is_some(),
+        claim.map(|c| c.worker),
+        claim.map(|c| c.provisioners),
+        claim.map(|c| c.tag_keys),
+        channels::JOB_POSTED,
     )
     .fetch_optional(&mut *tx)
     .await?;
     let Some(row) = row else {
         return Ok(None);
     };
-    debug_assert_eq!(row.sent, channels.len() as i64);
     let job: JobRow = serde_json::from_value(row.job)
         .map_err(|e| Error::Database(sqlx::Error::Decode(Box::new(e))))?;
+    debug_assert_eq!(
+        row.sent,
+        channels.len() as i64 - i64::from(job.worker_id.is_some())
+    );
     let build = BuildRow {
         id: row.id,
         workspace_id: row.workspace_id,

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::build_insert::{BUILD_NUMBER_TAKEN, insert_build};
-use super::jobs::{JobRow, NewJob};
+use super::jobs::{Claimant, JobRow, NewJob};
 use super::{Error, NewAuditLog, Result, Store, audit, timed};
 
 /// A workspace with the names the API shows next to it.
@@ -131,6 +131,7 @@ impl Store {
         build: &NewBuild,
         task: Option<&super::NewTask>,
         log: &[NewAuditLog],
+        claim: Option<&Claimant<'_>>,
     ) -> Result<(WorkspaceRow, BuildRow, JobRow)> {
         timed("create_workspace", async {
             let mut tx = self.pool.begin().await?;
@@ -166,7 +167,7 @@ impl Store {
                 super::tasks::insert_task(&mut tx, task, w, build.template_version_id, now)
                     .await?;
             }
-            let (build, job) = insert_build(&mut tx, build, None, now)
+            let (build, job) = insert_build(&mut tx, build, None, claim, now)
                 .await?
                 .ok_or(Error::NotFound)?;
             let workspace = workspace_by(&mut tx, w.id, true).await?;
@@ -181,15 +182,17 @@ impl Store {
     /// for an orphaning build), unless a build is still active (then `None`; also when another
     /// build of the workspace was created meanwhile). One autocommit statement, without a lock:
     /// [`insert_build`] says why concurrent creates stay one build at a time. A deleted
-    /// workspace is [`Error::NotFound`].
+    /// workspace is [`Error::NotFound`]. With `claim`, the job may be claimed by its insert
+    /// (see [`insert_build`]).
     pub async fn create_build(
         &self,
         build: &NewBuild,
         log: Option<&NewAuditLog>,
+        claim: Option<&Claimant<'_>>,
     ) -> Result<Option<(BuildRow, JobRow)>> {
         timed("create_build", async {
             let mut conn = self.pool.acquire().await?;
-            match insert_build(&mut conn, build, log, Utc::now()).await {
+            match insert_build(&mut conn, build, log, claim, Utc::now()).await {
                 Ok(Some(created)) => Ok(Some(created)),
                 Err(Error::Conflict { constraint }) if constraint == BUILD_NUMBER_TAKEN => Ok(None),
                 Ok(None) => {

@@ -6,6 +6,7 @@ mod apps;
 mod audit;
 mod auth;
 mod builds;
+mod claim_at_create;
 mod devcontainers;
 mod domain;
 mod external_agents;
