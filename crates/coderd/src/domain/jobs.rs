@@ -38,20 +38,51 @@ pub fn daemon_online(state: &AppState, daemon: &DaemonRow) -> bool {
             < OFFLINE_AFTER
 }
 
-/// Daemons of the job's organization that could run it, and how many of them are online.
+/// Daemons read for rendering jobs, each with its tags decoded once: a listing renders
+/// thousands of jobs against the same few daemons, and decoding every daemon's tags again
+/// for every job showed in its profile.
+#[derive(Debug, Default)]
+pub struct Daemons {
+    daemons: Vec<(DaemonRow, Tags)>,
+}
+
+impl From<Vec<DaemonRow>> for Daemons {
+    fn from(rows: Vec<DaemonRow>) -> Self {
+        Self {
+            daemons: rows
+                .into_iter()
+                .map(|d| {
+                    let tags = daemon_tags(&d);
+                    (d, tags)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Daemons {
+    fn rows(&self) -> impl Iterator<Item = &DaemonRow> {
+        self.daemons.iter().map(|(d, _)| d)
+    }
+}
+
+/// Daemons of the job's organization that could run it (the job's tags are `tags`), and how
+/// many of them are online.
 pub fn matched(
     state: &AppState,
     job: &JobRow,
-    daemons: &[DaemonRow],
+    tags: &Tags,
+    daemons: &Daemons,
 ) -> (Vec<Uuid>, MatchedProvisioners) {
-    let tags = job_tags(job);
     let matching: Vec<&DaemonRow> = daemons
+        .daemons
         .iter()
-        .filter(|d| {
+        .filter(|(d, daemon_tags)| {
             d.organization_id == job.organization_id
                 && d.provisioners.contains(&job.provisioner)
-                && tags::matches(&daemon_tags(d), &tags)
+                && tags::matches(daemon_tags, tags)
         })
+        .map(|(d, _)| d)
         .collect();
     let online: Vec<Uuid> = matching
         .iter()
@@ -74,11 +105,7 @@ fn describe_tags(tags: &Tags) -> String {
 }
 
 /// Renders a job; `daemons` are the organization's daemons (fetched once per request).
-pub async fn render(
-    state: &AppState,
-    job: &JobRow,
-    daemons: &[DaemonRow],
-) -> Result<ProvisionerJob> {
+pub async fn render(state: &AppState, job: &JobRow, daemons: &Daemons) -> Result<ProvisionerJob> {
     Ok(render_matched(state, job, daemons).await?.0)
 }
 
@@ -86,12 +113,12 @@ pub async fn render(
 pub async fn render_matched(
     state: &AppState,
     job: &JobRow,
-    daemons: &[DaemonRow],
+    daemons: &Daemons,
 ) -> Result<(ProvisionerJob, MatchedProvisioners)> {
     let status = job_status(job);
     let (mut queue_position, mut queue_size) = (0, 0);
-    let (available_workers, summary) = matched(state, job, daemons);
     let tags = job_tags(job);
+    let (available_workers, summary) = matched(state, job, &tags, daemons);
     let mut waiting_reason = String::new();
     if status == ProvisionerJobStatus::Pending {
         (queue_position, queue_size) = state.store.queue_position(job).await?;
@@ -117,7 +144,7 @@ pub async fn render_matched(
     }
     let worker_name = job
         .worker_id
-        .and_then(|w| daemons.iter().find(|d| d.id == w))
+        .and_then(|w| daemons.rows().find(|d| d.id == w))
         .map(|d| d.name.clone())
         .unwrap_or_default();
     let input = ProvisionerJobInput {
@@ -168,7 +195,7 @@ pub async fn render_one(
     job: &JobRow,
 ) -> Result<(ProvisionerJob, MatchedProvisioners)> {
     let daemons = state.store.daemons(Some(job.organization_id), None).await?;
-    render_matched(state, job, &daemons).await
+    render_matched(state, job, &daemons.into()).await
 }
 
 async fn daemon_job(state: &AppState, job: Option<JobRow>) -> Result<Option<ProvisionerDaemonJob>> {
@@ -253,10 +280,10 @@ pub async fn waiting(state: &AppState, subject: &Subject, org: Uuid) -> Result<V
         .store
         .list_jobs(org, &["pending".to_owned()], WAITING_SCAN)
         .await?;
-    let daemons = state.store.daemons(Some(org), None).await?;
+    let daemons: Daemons = state.store.daemons(Some(org), None).await?.into();
     let mut out = Vec::new();
     for row in &rows {
-        let (online, matched) = matched(state, row, &daemons);
+        let (online, matched) = matched(state, row, &job_tags(row), &daemons);
         if !online.is_empty() {
             continue;
         }

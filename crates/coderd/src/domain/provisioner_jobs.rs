@@ -61,7 +61,7 @@ pub async fn list(
     }
     let limit = if limit > 0 { limit } else { DEFAULT_LIMIT }.min(MAX_LIMIT);
     let rows = state.store.list_jobs(org.id, statuses, limit).await?;
-    let daemons = state.store.daemons(Some(org.id), None).await?;
+    let daemons: jobs::Daemons = state.store.daemons(Some(org.id), None).await?.into();
     let mut out = Vec::with_capacity(rows.len());
     for row in &rows {
         out.push(jobs::render(state, row, &daemons).await?);
@@ -137,7 +137,7 @@ pub async fn cancel(
             cancel_version(state, subject, &version).await
         }
         ProvisionerJobType::TemplateVersionDryRun => {
-            let version = jobs::render(state, &job, &[])
+            let version = jobs::render(state, &job, &jobs::Daemons::default())
                 .await?
                 .input
                 .template_version_id

@@ -12,15 +12,15 @@ use super::{Error, Result, jobs, template_schedules};
 use crate::authz::{self, Action, Subject};
 use crate::state::AppState;
 use crate::store::{
-    BuildFacts, BuildRow, BuildTimes, DaemonRow, JobRow, ResourceTree, TemplateRow,
-    TemplateVersionRow, WorkspaceRow,
+    BuildFacts, BuildRow, BuildTimes, JobRow, ResourceTree, TemplateRow, TemplateVersionRow,
+    WorkspaceRow,
 };
 
 /// Everything needed to render builds in bulk: their jobs, resources and the daemons.
 struct BuildContext {
     jobs: HashMap<Uuid, JobRow>,
     resources: HashMap<Uuid, Vec<ResourceTree>>,
-    daemons: Vec<DaemonRow>,
+    daemons: jobs::Daemons,
 }
 
 impl From<BuildFacts> for BuildContext {
@@ -35,7 +35,7 @@ impl From<BuildFacts> for BuildContext {
         Self {
             jobs: facts.jobs.into_iter().map(|j| (j.id, j)).collect(),
             resources,
-            daemons: facts.daemons,
+            daemons: facts.daemons.into(),
         }
     }
 }
@@ -257,7 +257,7 @@ pub async fn new_build(state: &AppState, row: BuildRow, job: JobRow) -> Result<W
     let mut ctx = BuildContext {
         jobs: HashMap::from([(job.id, job)]),
         resources: HashMap::new(),
-        daemons,
+        daemons: daemons.into(),
     };
     build_view(state, row, &mut ctx).await
 }

@@ -149,11 +149,21 @@ impl Store {
 
     pub async fn agent_by_id(&self, id: Uuid) -> Result<AgentRow> {
         timed("agent_by_id", async {
-            Ok(
-                sqlx::query_as!(AgentRow, "SELECT * FROM workspace_agents WHERE id = $1", id)
-                    .fetch_one(&self.pool)
-                    .await?,
+            Ok(sqlx::query_as!(
+                AgentRow,
+                "SELECT id, resource_id, name, auth_token_hash, auth_instance_id, architecture,
+                            operating_system, directory, environment_variables,
+                            connection_timeout_seconds, troubleshooting_url, motd_file,
+                            display_apps, api_key_scope, display_order, created_at, updated_at,
+                            first_connected_at, last_connected_at, disconnected_at,
+                            lifecycle_state, started_at, ready_at, version, api_version,
+                            expanded_directory, logs_length, logs_overflowed, subsystems,
+                            parent_id
+                     FROM workspace_agents WHERE id = $1",
+                id
             )
+            .fetch_one(&self.pool)
+            .await?)
         })
         .await
     }

@@ -62,7 +62,7 @@ async fn trees_as_json(conn: &mut PgConnection, job: Uuid) -> Result<Vec<Resourc
                                 FROM workspace_resource_metadata m
                                 WHERE m.workspace_resource_id = r.id), '[]') AS "metadata!: Json<Vec<MetadataRow>>",
                       COALESCE((SELECT jsonb_agg(jsonb_build_object(
-                                    'agent', to_jsonb(a) - 'auth_token_hash',
+                                    'agent', to_jsonb(a) - 'auth_token_hash' - 'spec',
                                     'apps', COALESCE((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.display_order, p.slug)
                                                       FROM workspace_apps p WHERE p.agent_id = a.id), '[]'),
                                     'scripts', COALESCE((SELECT jsonb_agg(to_jsonb(s) ORDER BY s.created_at, s.display_name)
@@ -122,18 +122,23 @@ async fn trees_by_table(conn: &mut PgConnection, jobs: &[Uuid]) -> Result<Vec<Re
         )
         .fetch_all(&mut *conn)
         .await?;
-        let mut agents = sqlx::query_as!(
+        // Neither the token's hash nor the stored spec: rendering needs neither, and the
+        // JSON shape leaves them out too.
+        let agents = sqlx::query_as!(
             AgentRow,
-            "SELECT * FROM workspace_agents WHERE resource_id = ANY($1)
-             ORDER BY parent_id IS NOT NULL, display_order, name",
+            r#"SELECT id, resource_id, name, NULL::bytea AS auth_token_hash, auth_instance_id,
+                      architecture, operating_system, directory, environment_variables,
+                      connection_timeout_seconds, troubleshooting_url, motd_file, display_apps,
+                      api_key_scope, display_order, created_at, updated_at, first_connected_at,
+                      last_connected_at, disconnected_at, lifecycle_state, started_at, ready_at,
+                      version, api_version, expanded_directory, logs_length, logs_overflowed,
+                      subsystems, parent_id
+               FROM workspace_agents WHERE resource_id = ANY($1)
+               ORDER BY parent_id IS NOT NULL, display_order, name"#,
             &ids
         )
         .fetch_all(&mut *conn)
         .await?;
-        // Rendering never needs it, and the JSON shape leaves it out too.
-        for agent in &mut agents {
-            agent.auth_token_hash = None;
-        }
         let agent_ids: Vec<Uuid> = agents.iter().map(|a| a.id).collect();
         let apps = sqlx::query_as!(
             AppRow,

@@ -30,6 +30,9 @@ pub struct MetadataRow {
     pub sensitive: bool,
 }
 
+/// An agent as read back. Its stored `spec` (the template's agent block, as written at import)
+/// is left out: nothing reads it back, and decoding it for every agent of a listing was the
+/// largest JSON decode in its profile.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct AgentRow {
     pub id: Uuid,
@@ -50,7 +53,6 @@ pub struct AgentRow {
     pub display_apps: Vec<String>,
     pub api_key_scope: String,
     pub display_order: i64,
-    pub spec: Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub first_connected_at: Option<DateTime<Utc>>,
