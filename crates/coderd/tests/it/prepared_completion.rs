@@ -59,12 +59,9 @@ fn build_id(job: &JobRow) -> anyhow::Result<Uuid> {
         .parse()?)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() -> anyhow::Result<()>
-{
-    let app = TestApp::new().await?;
-    let (owner, _) = app.owner().await?;
-    // A tag only this test's daemons have: the built-in daemons leave its builds pending.
+/// A template whose builds only a daemon with this test's tag takes: the built-in daemons
+/// leave them pending for the test to claim. Its import ran on such a daemon, stopped since.
+async fn tagged_template(app: &TestApp, owner: &Client) -> anyhow::Result<Uuid> {
     let tags = [("prepared-completion", "yes")];
     let importer = app.daemon(
         DaemonSpec::new(
@@ -74,20 +71,47 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
         .tags(&tags),
     )?;
     let template = app
-        .echo_template(&owner, "tpl", &EchoTemplate::default(), &tags)
+        .echo_template(owner, "tpl", &EchoTemplate::default(), &tags)
         .await?;
     importer.stop().await??;
-    let unchanged = workspace(&owner, template.id, "unchanged").await?;
-    let ttl_changed = workspace(&owner, template.id, "ttl-changed").await?;
-    let template_changed = workspace(&owner, template.id, "template-changed").await?;
+    Ok(template.id)
+}
 
-    let (org, key): (Uuid, String) = sqlx::query_as(
+/// The organization and tag key of a workspace's pending build job.
+async fn queue_of(app: &TestApp, workspace: Uuid) -> anyhow::Result<(Uuid, String)> {
+    Ok(sqlx::query_as(
         "SELECT j.organization_id, j.tags_key FROM provisioner_jobs j
          JOIN workspace_builds b ON b.job_id = j.id WHERE b.workspace_id = $1",
     )
-    .bind(unchanged)
+    .bind(workspace)
     .fetch_one(app.pool())
-    .await?;
+    .await?)
+}
+
+fn bare_build(now: DateTime<Utc>, resources: Vec<Resource>) -> Completion {
+    Completion::Build {
+        state: b"state".to_vec(),
+        resources,
+        features: Default::default(),
+        external_tokens: vec![],
+        schedule: Box::new(BuildSchedule {
+            now,
+            quiet_hours: coderd::state::default_quiet_hours(),
+        }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() -> anyhow::Result<()>
+{
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let template = tagged_template(&app, &owner).await?;
+    let unchanged = workspace(&owner, template, "unchanged").await?;
+    let ttl_changed = workspace(&owner, template, "ttl-changed").await?;
+    let template_changed = workspace(&owner, template, "template-changed").await?;
+
+    let (org, key) = queue_of(&app, unchanged).await?;
     let store = &app.state.store;
     let worker = Uuid::new_v4();
     let provisioners = ["echo".to_string()];
@@ -99,16 +123,6 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
         worker,
     };
     let now: DateTime<Utc> = "2030-01-07T10:00:00Z".parse()?;
-    let completion = |resources: Vec<Resource>| Completion::Build {
-        state: b"state".to_vec(),
-        resources,
-        features: Default::default(),
-        external_tokens: vec![],
-        schedule: Box::new(BuildSchedule {
-            now,
-            quiet_hours: coderd::state::default_quiet_hours(),
-        }),
-    };
     // The first build has a resource: its insert shares the statement's transaction.
     let dev = Resource {
         name: "dev".into(),
@@ -133,7 +147,7 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
             vec![],
         ),
     ] {
-        let completion = completion(resources);
+        let completion = bare_build(now, resources);
         let build = build_id(&job)?;
         let context = store.build_context(build).await?;
         assert_eq!(context.workspace_id, workspace, "claimed in creation order");
@@ -152,7 +166,7 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
             Some(_) => {
                 owner
                     .update_template_meta(
-                        template.id,
+                        template,
                         &UpdateTemplateMeta {
                             allow_user_autostop: Some(false),
                             default_ttl_ms: Some(ttl_ms),
@@ -223,5 +237,68 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
             }
         }
     }
+    Ok(())
+}
+
+/// A TTL change committing while the prepared statement waits for the workspace's row: the
+/// statement re-checks the facts on the row as that change left it, writes nothing, and the
+/// transaction records the build with the new TTL.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ttl_change_committed_while_the_completion_waits_wins() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let template = tagged_template(&app, &owner).await?;
+    let ws = workspace(&owner, template, "raced").await?;
+    let (org, key) = queue_of(&app, ws).await?;
+    let store = app.state.store.clone();
+    let worker = Uuid::new_v4();
+    let job = store
+        .acquire_job(org, &["echo".to_string()], &[key], worker)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no job"))?;
+    let build = build_id(&job)?;
+    let facts = store.build_context(build).await?.completion_facts();
+
+    // A writer holds the workspace's row with a new TTL, uncommitted (as `set_ttl` would).
+    let mut writer = app.pool().begin().await?;
+    sqlx::query("UPDATE workspaces SET ttl_ms = $2 WHERE id = $1")
+        .bind(ws)
+        .bind(2 * HOUR_MS)
+        .execute(&mut *writer)
+        .await?;
+    let now: DateTime<Utc> = "2030-01-07T10:00:00Z".parse()?;
+    let before = transaction_completions(&app);
+    let completing = tokio::spawn(async move {
+        store
+            .complete_prepared_and_claim(
+                job.id,
+                worker,
+                &bare_build(now, vec![]),
+                &[],
+                &[],
+                None,
+                Some(&facts),
+            )
+            .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !completing.is_finished(),
+        "the completion waits for the workspace's row"
+    );
+    writer.commit().await?;
+    let (outcome, claimed) = completing.await??;
+    assert_eq!((outcome, claimed), (FinishOutcome::Recorded, None));
+    assert_eq!(
+        transaction_completions(&app) - before,
+        1,
+        "the transaction recorded it"
+    );
+    let recorded = owner.workspace_build(build).await?;
+    assert_eq!(
+        recorded.deadline,
+        Some(now + chrono::Duration::milliseconds(2 * HOUR_MS)),
+        "the deadline follows the TTL committed first"
+    );
     Ok(())
 }
