@@ -363,7 +363,7 @@ impl Store {
     /// its resources' insert), guarded on those facts (`prepared_completion`); anything else,
     /// or a guard that does not hold, goes through the transaction, which reads the facts
     /// again.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     pub async fn complete_prepared_and_claim(
         &self,
         job: Uuid,

@@ -103,7 +103,7 @@ impl Store {
 
 /// Records the build's completion and claims the daemon's next job (when `next` is given) in
 /// one statement. `Ok(None)`: the guard did not hold and nothing was written.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 async fn complete<'e, E: sqlx::PgExecutor<'e>>(
     executor: E,
     job: Uuid,
