@@ -359,10 +359,9 @@ impl Store {
     }
 
     /// [`Self::complete_job_and_claim`] for a build whose schedule facts were read with its
-    /// payload (`facts`): a build without external agents is recorded by one statement (and
-    /// its resources' insert), guarded on those facts (`prepared_completion`); anything else,
-    /// or a guard that does not hold, goes through the transaction, which reads the facts
-    /// again.
+    /// payload (`facts`): a build without resources or external agents is recorded by one
+    /// statement, guarded on those facts (`prepared_completion`); anything else, or a guard
+    /// that does not hold, goes through the transaction, which reads the facts again.
     #[expect(clippy::too_many_arguments)]
     pub async fn complete_prepared_and_claim(
         &self,
@@ -384,12 +383,12 @@ impl Store {
                 schedule,
             },
         ) = (facts, completion)
+            && resources.is_empty()
             && external_tokens.is_empty()
             && !features.has_external_agents
         {
             let build = PreparedBuild {
                 state,
-                resources,
                 features,
                 facts,
                 schedule,

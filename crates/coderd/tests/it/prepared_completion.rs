@@ -123,12 +123,6 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
         worker,
     };
     let now: DateTime<Utc> = "2030-01-07T10:00:00Z".parse()?;
-    // The first build has a resource: its insert shares the statement's transaction.
-    let dev = Resource {
-        name: "dev".into(),
-        kind: "null_resource".into(),
-        ..Default::default()
-    };
 
     // The builds are claimed oldest first, as a daemon's session claims them: the first alone,
     // each next one with the result before it.
@@ -137,7 +131,7 @@ async fn a_prepared_completion_records_the_deadlines_of_the_facts_that_hold() ->
         .await?
         .ok_or_else(|| anyhow::anyhow!("no job"))?;
     for (workspace, change, ttl_ms, by_transaction, resources) in [
-        (unchanged, None, HOUR_MS, false, vec![dev]),
+        (unchanged, None, HOUR_MS, false, vec![]),
         (ttl_changed, Some("workspace"), 2 * HOUR_MS, true, vec![]),
         (
             template_changed,
