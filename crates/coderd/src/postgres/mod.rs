@@ -45,7 +45,7 @@ fn oltp(options: PgConnectOptions) -> PgConnectOptions {
 }
 
 /// How long a pooled connection may sit unused before it is pinged ahead of its next query.
-const IDLE_BEFORE_PING: Duration = Duration::from_secs(30);
+pub(crate) const IDLE_BEFORE_PING: Duration = Duration::from_secs(30);
 
 /// Opens the pool coderd uses for everything but LISTEN, checks the server version and brings
 /// the schema up to date.

@@ -59,6 +59,23 @@ pub async fn build(
     job: &JobRow,
     prefetched: Option<store::BuildContext>,
 ) -> Result<AcquiredJob, PayloadError> {
+    Ok(describe(state, job, prefetched).await?.job)
+}
+
+/// A job as its daemon gets it, and for a build the schedule facts read with it, from which
+/// its completion is prepared ([`store::Store::complete_prepared_and_claim`]).
+pub struct Described {
+    pub job: AcquiredJob,
+    pub facts: Option<store::CompletionFacts>,
+}
+
+/// [`build`], keeping a build's schedule facts.
+pub async fn describe(
+    state: &AppState,
+    job: &JobRow,
+    prefetched: Option<store::BuildContext>,
+) -> Result<Described, PayloadError> {
+    let mut facts = None;
     let archive = state.files.get(&state.store, job.file_id).await?;
     let access_url = state
         .options
@@ -98,6 +115,7 @@ pub async fn build(
                 _ => state.store.build_context(build_id).await?,
             };
             let transition: Transition = build.transition.parse().map_err(PayloadError::Input)?;
+            facts = Some(build.completion_facts());
             let owner_token = if job.provisioner == "terraform" {
                 crate::domain::keys::issue_key(
                     state,
@@ -159,11 +177,14 @@ pub async fn build(
             )));
         }
     };
-    Ok(AcquiredJob {
-        job_id: job.id,
-        created_at: job.created_at,
-        provisioner: job.provisioner.clone(),
-        template_source_archive: archive,
-        kind,
+    Ok(Described {
+        job: AcquiredJob {
+            job_id: job.id,
+            created_at: job.created_at,
+            provisioner: job.provisioner.clone(),
+            template_source_archive: archive,
+            kind,
+        },
+        facts,
     })
 }

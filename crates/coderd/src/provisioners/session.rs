@@ -18,8 +18,8 @@ use crate::domain;
 use crate::pubsub::{Subscription, channels};
 use crate::state::AppState;
 use crate::store::{
-    BuildContext, BuildSchedule, Claimant, Completion, DaemonRow, FinishOutcome, ImportResult,
-    JobRow, ReleaseOutcome, UpdateOutcome,
+    BuildContext, BuildSchedule, Claimant, Completion, CompletionFacts, DaemonRow, FinishOutcome,
+    ImportResult, JobRow, ReleaseOutcome, UpdateOutcome,
 };
 
 /// How often an idle daemon looks for work on its own, in case a notification was lost.
@@ -47,6 +47,9 @@ struct Session {
     waiting: Option<oneshot::Receiver<Wake>>,
     /// The daemon said `Stopping`: it takes no more jobs on this connection.
     stopping: bool,
+    /// The schedule facts read with the payload of the build job sent to the daemon, from which
+    /// its completion is prepared.
+    prepared: Option<(Uuid, CompletionFacts)>,
 }
 
 /// Serves one daemon until it disconnects or coderd shuts down.
@@ -69,6 +72,7 @@ pub async fn run(
             held: None,
             waiting: None,
             stopping: false,
+            prepared: None,
         };
         session.serve(io.incoming, shutdown).await;
         state.dispatcher.forget(session.daemon.id);
@@ -236,16 +240,18 @@ impl Session {
                         crate::external_agents::seal_tokens(&self.state, job_id, resources).await;
                 }
                 let next = self.next_claim(ready);
+                let facts = self.take_prepared(job_id);
                 let outcome = self
                     .state
                     .store
-                    .complete_job_and_claim(
+                    .complete_prepared_and_claim(
                         job_id,
                         self.daemon.id,
                         &completion,
                         &timings,
                         &logs,
                         next.as_ref().map(|_| self.claimant()).as_ref(),
+                        facts.as_ref(),
                     )
                     .await;
                 self.finish_and_next(job_id, outcome, next).await
@@ -325,6 +331,15 @@ impl Session {
                 true
             }
         }
+    }
+
+    /// The facts read with `job`'s payload, if this session sent it (a job resumed after a
+    /// reconnect has none: its completion reads them).
+    fn take_prepared(&mut self, job: Uuid) -> Option<CompletionFacts> {
+        self.prepared
+            .take()
+            .filter(|(id, _)| *id == job)
+            .map(|(_, facts)| facts)
     }
 
     fn claimant(&self) -> Claimant<'_> {
@@ -563,11 +578,12 @@ impl Session {
             metrics::histogram!("coderd_provisioner_job_queue_wait_seconds")
                 .record(waited.as_secs_f64());
         }
-        match payload::build(&self.state, &job, context).await {
-            Ok(acquired) => {
+        match payload::describe(&self.state, &job, context).await {
+            Ok(described) => {
                 tracing::info!(job = %job.id, kind = %job.r#type, "job acquired");
                 self.hold(job.id);
-                Claimed::Sent(self.send(ServerMessage::Job(Box::new(acquired))).await)
+                self.prepared = described.facts.map(|facts| (job.id, facts));
+                Claimed::Sent(self.send(ServerMessage::Job(Box::new(described.job))).await)
             }
             Err(e) => {
                 // A job that cannot be described cannot run anywhere; fail it and look again.

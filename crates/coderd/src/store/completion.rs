@@ -11,18 +11,13 @@ use super::external_agents::{SealedAgentToken, record_external_tokens};
 use super::jobs::{Claimant, JobRow, MAX_JOB_LOGS_BYTES, fit_logs};
 use super::lifecycle::{ScheduleFacts, schedule_of};
 use super::prebuilds::{PREBUILDS_USER_ID, carry_claimed_agents};
+use super::prepared_completion::{CompletionFacts, PreparedBuild};
 use super::presets::insert_presets;
 use super::resource_rows::TreeRows;
 use super::templates::{ImportResult, record_import};
 use super::version_facts::record_version_facts;
 use super::{Error, Result, Store, timed};
 use crate::pubsub::channels;
-
-/// Begins a completion's transaction with generic plans for its statements, in the BEGIN's own
-/// round trip. PostgreSQL otherwise re-plans the close and the last statement on every call (a
-/// custom plan looks cheaper than a generic one that assumes 10-element arrays), and that
-/// planning cost as much CPU as running them; their generic plans use the same indexes.
-const BEGIN_GENERIC: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// What a successful job produced, as the store records it.
 #[derive(Debug, Clone)]
@@ -359,8 +354,56 @@ impl Store {
         logs: &[JobLog],
         next: Option<&Claimant<'_>>,
     ) -> Result<(FinishOutcome, Option<JobRow>)> {
+        self.complete_prepared_and_claim(job, worker, completion, timings, logs, next, None)
+            .await
+    }
+
+    /// [`Self::complete_job_and_claim`] for a build whose schedule facts were read with its
+    /// payload (`facts`): a build without resources or external agents is recorded by one
+    /// statement, guarded on those facts (`prepared_completion`); anything else, or a guard
+    /// that does not hold, goes through the transaction, which reads the facts again.
+    #[expect(clippy::too_many_arguments)]
+    pub async fn complete_prepared_and_claim(
+        &self,
+        job: Uuid,
+        worker: Uuid,
+        completion: &Completion,
+        timings: &[Timing],
+        logs: &[JobLog],
+        next: Option<&Claimant<'_>>,
+        facts: Option<&CompletionFacts>,
+    ) -> Result<(FinishOutcome, Option<JobRow>)> {
+        if let (
+            Some(facts),
+            Completion::Build {
+                state,
+                resources,
+                features,
+                external_tokens,
+                schedule,
+            },
+        ) = (facts, completion)
+            && resources.is_empty()
+            && external_tokens.is_empty()
+            && !features.has_external_agents
+        {
+            let build = PreparedBuild {
+                state,
+                features,
+                facts,
+                schedule,
+            };
+            let prepared = timed(
+                "complete_job_prepared",
+                self.complete_prepared(job, worker, &build, timings, logs, next),
+            )
+            .await?;
+            if let Some(claimed) = prepared {
+                return Ok((FinishOutcome::Recorded, claimed));
+            }
+        }
         timed("complete_job", async {
-            let mut tx = self.pool.begin_with(BEGIN_GENERIC).await?;
+            let mut tx = self.jobs.begin().await?;
             let closed = match close_job(&mut tx, job, worker, None, None, logs).await? {
                 Ok(closed) => closed,
                 Err(outcome) => return Ok((outcome, None)),
@@ -455,7 +498,7 @@ impl Store {
         next: Option<&Claimant<'_>>,
     ) -> Result<(FinishOutcome, Option<JobRow>)> {
         timed("fail_job", async {
-            let mut tx = self.pool.begin_with(BEGIN_GENERIC).await?;
+            let mut tx = self.jobs.begin().await?;
             let was_canceled = sqlx::query_scalar!(
                 r#"SELECT canceled_at IS NOT NULL AS "c!" FROM provisioner_jobs WHERE id = $1"#,
                 job

@@ -189,7 +189,8 @@ impl Store {
         .await
     }
 
-    /// Claims the oldest pending job `worker` may take, if any.
+    /// Claims the oldest pending job `worker` may take, if any (on the job path's pool: its
+    /// array parameters get the generic plan).
     pub async fn acquire_job(
         &self,
         org: Uuid,
@@ -199,7 +200,7 @@ impl Store {
     ) -> Result<Option<JobRow>> {
         timed("acquire_job", async {
             claim_job(
-                &self.pool,
+                &self.jobs,
                 &Claimant {
                     org,
                     provisioners,

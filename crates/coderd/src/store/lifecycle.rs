@@ -388,7 +388,9 @@ pub(crate) async fn bump_deadlines(tx: &mut sqlx::PgConnection, used: &[Uuid]) -
 
 /// What a completing build's schedule follows from: the build's transition and workspace, and
 /// the workspace's and its template's schedule settings. Read by the statement that closes the
-/// job in the completion transaction, before its one write of the build and the workspace.
+/// job in the completion transaction, before its one write of the build and the workspace, or
+/// with the build's payload when its completion is prepared ahead (`prepared_completion`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScheduleFacts {
     pub transition: String,
     pub workspace_id: Uuid,

@@ -16,6 +16,7 @@ mod lifecycle;
 mod organizations;
 mod port_shares;
 mod prebuilds;
+mod prepared_completion;
 mod presets;
 mod resource_rows;
 mod resource_trees;
@@ -58,6 +59,7 @@ pub use lifecycle::{BuildTimes, day_bits};
 pub use organizations::{MemberRow, MemberWithUserRow, OrganizationRow};
 pub use port_shares::PortShareRow;
 pub use prebuilds::{PREBUILDS_USER_ID, PrebuildRow, PresetFailures, ReconcileLock, WantedPreset};
+pub use prepared_completion::CompletionFacts;
 pub use presets::PresetRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use tasks::{NewTask, TaskQuery, TaskRow};
@@ -102,11 +104,41 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: PgPool,
+    /// The job path's connections (claims, payload reads, completions), on which PostgreSQL
+    /// uses generic plans. It re-planned these statements on every call otherwise (a custom
+    /// plan looks cheaper than a generic one that assumes 10-element arrays), and that planning
+    /// cost as much CPU as running them; their generic plans use the same indexes. A pool of
+    /// their own keeps every other statement's planning as it is, and a completion in one
+    /// autocommit statement has no transaction to `SET LOCAL` the mode in.
+    jobs: PgPool,
 }
 
+/// The job path's pool opens up to a third as many connections as the main pool, on top of it:
+/// its statements are short, and a daemon's session holds at most two at once (a claim and the
+/// posted build's payload read).
+const JOB_POOL_SHARE: u32 = 3;
+
 impl Store {
+    /// A store on `pool`; the job path's pool connects lazily with the same options.
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        let options = (*pool.connect_options())
+            .clone()
+            .options([("plan_cache_mode", "force_generic_plan")]);
+        let jobs = sqlx::postgres::PgPoolOptions::new()
+            .max_connections((pool.options().get_max_connections() / JOB_POOL_SHARE).max(2))
+            .acquire_timeout(pool.options().get_acquire_timeout())
+            // As the main pool: a busy connection is proven alive by the ping when it returns.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > crate::postgres::IDLE_BEFORE_PING {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
+            .connect_lazy_with(options);
+        Self { pool, jobs }
     }
 
     pub fn pool(&self) -> &PgPool {

@@ -415,6 +415,34 @@ pub struct BuildContext {
     /// The workspace's task and its prompt, when it is a task's.
     pub task_id: Option<Uuid>,
     pub task_prompt: Option<String>,
+    /// What the build's deadlines will follow from (the workspace's and its template's schedule
+    /// settings), read now so that its completion can be one statement, guarded on them.
+    pub ttl_ms: Option<i64>,
+    pub autostart_schedule: Option<String>,
+    pub default_ttl_ms: i64,
+    pub allow_user_autostop: bool,
+    pub allow_user_autostart: bool,
+    pub autostop_requirement_days_of_week: i16,
+    pub autostop_requirement_weeks: i64,
+    pub autostart_allowed_days: i16,
+}
+
+impl BuildContext {
+    /// The schedule facts its completion can be prepared from.
+    pub fn completion_facts(&self) -> super::CompletionFacts {
+        super::CompletionFacts::of(super::lifecycle::ScheduleFacts {
+            transition: self.transition.clone(),
+            workspace_id: self.workspace_id,
+            ttl_ms: self.ttl_ms,
+            autostart_schedule: self.autostart_schedule.clone(),
+            default_ttl_ms: self.default_ttl_ms,
+            allow_user_autostop: self.allow_user_autostop,
+            allow_user_autostart: self.allow_user_autostart,
+            autostop_requirement_days_of_week: self.autostop_requirement_days_of_week,
+            autostop_requirement_weeks: self.autostop_requirement_weeks,
+            autostart_allowed_days: self.autostart_allowed_days,
+        })
+    }
 }
 
 impl Store {
@@ -433,7 +461,10 @@ impl Store {
                           u.id AS owner_id, u.username AS owner_username, u.email AS owner_email,
                           u.name AS owner_name, t.id AS template_id, t.name AS template_name,
                           v.name AS version_name, v.user_variable_values, v.secret_requirements,
-                          k.id AS "task_id?", k.prompt AS "task_prompt?"
+                          k.id AS "task_id?", k.prompt AS "task_prompt?",
+                          w.ttl_ms, w.autostart_schedule, t.default_ttl_ms, t.allow_user_autostop,
+                          t.allow_user_autostart, t.autostop_requirement_days_of_week,
+                          t.autostop_requirement_weeks, t.autostart_allowed_days
                    FROM workspace_builds b
                    JOIN workspaces w ON w.id = b.workspace_id
                    JOIN users u ON u.id = w.owner_id
@@ -443,7 +474,8 @@ impl Store {
                    WHERE b.id = $1"#,
                 build
             )
-            .fetch_one(&self.pool)
+            // The job path's pool: it runs for every job, and its generic plan is the custom one.
+            .fetch_one(&self.jobs)
             .await?)
         })
         .await

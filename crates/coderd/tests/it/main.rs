@@ -21,6 +21,7 @@ mod migrations;
 mod oidc;
 mod openapi;
 mod prebuilds;
+mod prepared_completion;
 mod presets;
 mod queue;
 mod rbac;
