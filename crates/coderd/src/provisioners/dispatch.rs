@@ -230,6 +230,18 @@ impl Dispatcher {
         self.lock().retain(|w| w.daemon != daemon);
     }
 
+    /// Takes `daemon` out of the queue when it waits there idle, for its session to look for
+    /// a job on its own (the safety poll). False when it is not there: a wake-up was sent to
+    /// it, or it is reserved for a job being created, and that job (or its place back in the
+    /// queue) is on its way. Looking anyway would close the receiver the claimed job is handed
+    /// over on, and the job would go back to the queue.
+    pub fn take_idle(&self, daemon: Uuid) -> bool {
+        let mut waiters = self.lock();
+        let before = waiters.len();
+        waiters.retain(|w| w.daemon != daemon);
+        waiters.len() != before
+    }
+
     /// A new job: dispatches it unless it was already (by the process that created it, before
     /// its NOTIFY arrived).
     pub fn announce(&self, posting: Posting) {
@@ -306,7 +318,7 @@ impl Reserved {
     }
 
     /// Gives the job its insert claimed for this daemon to the daemon's session. False when
-    /// the session stopped waiting meanwhile (disconnected, stopping, or looking on its own):
+    /// the session stopped waiting meanwhile (disconnected or stopping):
     /// the caller then hands the job back to the queue.
     pub fn hand_over(mut self, job: JobRow) -> bool {
         self.waiter
@@ -436,12 +448,31 @@ mod tests {
         let mut rx = d.wait(daemon, &capability(org, &["a"]));
         d.settle(daemon);
         let reserved = d.reserve(org, "echo", "a").expect("reserved");
-        // The session stops waiting (stopping, disconnecting, polling) before the hand-over.
+        // The session stops waiting (stopping, disconnecting) before the hand-over.
         rx.close();
         assert!(
             !reserved.hand_over(job),
             "refused: the caller hands the job back"
         );
+    }
+
+    #[test]
+    fn the_safety_poll_takes_an_idle_daemon_but_not_a_reserved_or_woken_one() {
+        let d = Dispatcher::default();
+        let org = Uuid::new_v4();
+        let daemon = Uuid::new_v4();
+        let _rx = d.wait(daemon, &capability(org, &["a"]));
+        d.settle(daemon);
+        let reserved = d.reserve(org, "echo", "a").expect("reserved");
+        assert!(!d.take_idle(daemon), "reserved: its job is on its way");
+        drop(reserved);
+        assert!(d.take_idle(daemon), "back in the queue, idle");
+        assert!(!d.take_idle(daemon), "taken once");
+
+        let mut rx = d.wait(daemon, &capability(org, &["a"]));
+        d.post(posting(org, "a"));
+        assert!(!d.take_idle(daemon), "woken: the posting is on its way");
+        assert!(matches!(rx.try_recv(), Ok(Wake::Posted(_))));
     }
 
     #[test]

@@ -136,9 +136,15 @@ impl Session {
                     self.woken(wake).await
                 }
                 _ = poll.tick(), if self.waiting.is_some() => {
-                    // A wake-up sent meanwhile is taken, not dropped with the receiver.
-                    let wake = self.stop_waiting();
-                    self.woken(wake).await
+                    // Only a daemon idle in the queue looks on its own; one that is not there
+                    // has a wake-up on its way (see `Dispatcher::take_idle`).
+                    if self.state.dispatcher.take_idle(self.daemon.id) {
+                        // A wake-up sent meanwhile is taken, not dropped with the receiver.
+                        let wake = self.stop_waiting();
+                        self.woken(wake).await
+                    } else {
+                        true
+                    }
                 }
                 event = next_job_event(&mut self.held) => match event {
                     Some(_) => self.check_cancel().await,
