@@ -30,7 +30,8 @@ pub struct ServerConfig {
     #[arg(long, env = "CODER_PG_BIN_DIR")]
     pub postgres_bin_dir: Option<PathBuf>,
 
-    /// Largest number of connections to PostgreSQL.
+    /// Largest number of connections to PostgreSQL of the main pool. The job path (claims,
+    /// payload reads, completions) has a pool of its own, of up to a third as many besides.
     #[arg(long, env = "CODER_PG_CONN_MAX_OPEN", default_value_t = 30)]
     pub postgres_max_conns: u32,
 
