@@ -10,6 +10,7 @@ use codersdk::provisionerd::JobLog;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::outbox::publish;
 use super::{Result, Store, timed};
 use crate::pubsub::channels;
 
@@ -118,7 +119,8 @@ pub enum ReleaseOutcome {
     NotHeld,
 }
 
-/// Inserts a job row and announces it, inside the caller's transaction.
+/// Inserts a job row and announces it through the outbox, inside the caller's transaction
+/// (the caller wakes the relay after its commit).
 pub(crate) async fn insert_job(
     tx: &mut sqlx::PgConnection,
     job: &NewJob,
@@ -147,12 +149,12 @@ pub(crate) async fn insert_job(
         "{}:{}:{}:{}",
         job.organization_id, job.id, job.provisioner, job.tags_key
     );
-    sqlx::query!("SELECT pg_notify($1, $2)", channels::JOB_POSTED, payload)
-        .execute(&mut *tx)
-        .await?;
+    publish(tx, channels::JOB_POSTED, payload).await?;
     Ok(row)
 }
 
+/// A direct NOTIFY, for the paths that stay off the outbox (agents, workspace lifecycle: see
+/// pubsub.rs).
 pub(crate) async fn notify(
     tx: &mut sqlx::PgConnection,
     channel: &str,
@@ -250,9 +252,13 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             if !kept.is_empty() {
-                notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+                publish(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             }
             tx.commit().await?;
+            // A heartbeat without logs published nothing: no relay run for it.
+            if !kept.is_empty() {
+                self.published();
+            }
             Ok(UpdateOutcome::Accepted {
                 canceled: row.canceled,
             })
@@ -309,10 +315,11 @@ impl Store {
                 "{}:{}:{}:{}",
                 row.organization_id, job, row.provisioner, row.tags_key
             );
-            notify(&mut tx, channels::JOB_REQUEUED, posted).await?;
-            notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
-            notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+            publish(&mut tx, channels::JOB_REQUEUED, posted).await?;
+            publish(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
+            publish(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             tx.commit().await?;
+            self.published();
             Ok(ReleaseOutcome::Requeued)
         })
         .await
@@ -352,10 +359,11 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if row.is_some() {
-                notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
-                notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+                publish(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
+                publish(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             }
             tx.commit().await?;
+            self.published();
             Ok(row)
         })
         .await
@@ -396,10 +404,11 @@ impl Store {
                     output: reason.into(),
                 };
                 insert_logs(&mut tx, job.id, std::slice::from_ref(&line)).await?;
-                notify(&mut tx, channels::JOB_UPDATED, job.id.to_string()).await?;
-                notify(&mut tx, channels::JOB_LOGS, job.id.to_string()).await?;
+                publish(&mut tx, channels::JOB_UPDATED, job.id.to_string()).await?;
+                publish(&mut tx, channels::JOB_LOGS, job.id.to_string()).await?;
             }
             tx.commit().await?;
+            self.published();
             Ok(rows)
         })
         .await

@@ -14,6 +14,7 @@ mod groups;
 mod jobs;
 mod lifecycle;
 mod organizations;
+mod outbox;
 mod port_shares;
 mod prebuilds;
 mod presets;
@@ -102,11 +103,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: PgPool,
+    relay: outbox::Relay,
 }
 
 impl Store {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            relay: outbox::Relay::default(),
+        }
     }
 
     pub fn pool(&self) -> &PgPool {
