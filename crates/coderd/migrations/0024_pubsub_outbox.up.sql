@@ -23,10 +23,11 @@ ALTER TABLE pubsub_outbox SET (
 );
 
 -- Publishes a message once the calling transaction commits: the drop-in replacement for
--- pg_notify(channel, payload) at the call sites that go through the outbox.
-CREATE FUNCTION coder_publish(channel text, payload text) RETURNS void
+-- pg_notify(channel, payload) at the call sites that go through the outbox. It returns 1, not
+-- void: a SQL function's void result is NULL, and call sites count the messages they sent.
+CREATE FUNCTION coder_publish(channel text, payload text) RETURNS int
 LANGUAGE sql VOLATILE AS $$
-    INSERT INTO pubsub_outbox (channel, payload) VALUES (channel, payload)
+    INSERT INTO pubsub_outbox (channel, payload) VALUES (channel, payload) RETURNING 1
 $$;
 
 -- Moves up to `batch` committed messages, oldest first, to pg_notify in one transaction;
@@ -34,6 +35,8 @@ $$;
 -- one transaction's messages (consecutive ids) are never split across two relays that could
 -- commit out of order. The DELETE is a statement after the lock, so in READ COMMITTED its
 -- snapshot sees every row committed before the lock was granted (none already relayed).
+-- `id = ANY (ARRAY(...))` keeps both the pick and the delete on the primary key (`id IN
+-- (subquery)` became a hash join over a sequential scan of the table, dead rows included).
 -- pg_notify is called over the deleted rows sorted by id: a sorted subquery is not flattened,
 -- so the calls happen in that order.
 CREATE FUNCTION coder_relay_outbox(batch int) RETURNS int
@@ -44,7 +47,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('coder_relay_outbox'));
     WITH gone AS (
         DELETE FROM pubsub_outbox
-        WHERE id IN (SELECT id FROM pubsub_outbox ORDER BY id LIMIT batch)
+        WHERE id = ANY (ARRAY(SELECT id FROM pubsub_outbox ORDER BY id LIMIT batch))
         RETURNING id, channel, payload
     )
     SELECT count(n.note) INTO sent
