@@ -1,23 +1,7 @@
 //! Cross-replica events over PostgreSQL LISTEN/NOTIFY.
 //!
-//! Publishing happens inside the transaction whose effect it announces (see the store), so a
-//! subscriber never hears of a row it cannot yet read, in one of two ways:
-//! - Through the outbox (`store/outbox.rs`): the provisioner-job paths (job posting with build
-//!   and template-version creation, log appends, completion with its claim of the next job,
-//!   release, cancel, hang timeouts). PostgreSQL's NOTIFY holds a database-wide lock from
-//!   pre-commit across the commit's fsync, so transactions that NOTIFY commit one at a time;
-//!   these paths run thousands of times a second under load, so they insert outbox rows (their
-//!   commits share fsyncs) and a relay task per coderd moves committed rows to NOTIFY in batches,
-//!   in order. A message arrives one relay run after its commit (a wake-up, not a poll), or
-//!   after at most a sweep (~1 s) if the publishing coderd died before relaying it.
-//! - A direct `pg_notify`: the agent and workspace-lifecycle paths outside a job's completion.
-//!   They commit at most a few per second each, and through the outbox each would cost a relay
-//!   transaction of its own besides, against the agent goal's transactions per second.
-//!
-//! Either way, one transaction's messages arrive in the order it published them. PostgreSQL
-//! delivers identical (channel, payload) messages of one transaction once, so messages that
-//! one relay batch carries from several transactions may be merged; subscribers treat a
-//! message as "re-read", so a merged repeat is no loss. Receiving happens on one dedicated
+//! Publishing is a `pg_notify` inside the transaction whose effect it announces (see the store),
+//! so a subscriber never hears of a row it cannot yet read. Receiving happens on one dedicated
 //! connection per coderd process; its messages are routed in memory to subscribers by channel
 //! and key (payload `<key>` or `<key>:<data>`), so the set of LISTENed channels is small and
 //! fixed while subscribers come and go freely.

@@ -161,7 +161,6 @@ impl AppState {
             limit.clone().prune_until(shutdown.child_token());
         }
         let pubsub = Pubsub::start(pool, shutdown.child_token());
-        store.start_outbox_relay(shutdown.child_token());
         let dispatcher = Dispatcher::start(&pubsub, shutdown.child_token());
         let daemons = DaemonRegistry::start(store.clone(), shutdown.child_token());
         hang::start(store.clone(), shutdown.child_token());

@@ -106,7 +106,7 @@ pub(super) async fn insert_build(
                   b.ai_task_sidebar_app_id AS "ai_task_sidebar_app_id?",
                   b.has_external_agent AS "has_external_agent?",
                   (SELECT to_jsonb(j) FROM j) AS "job!",
-                  (SELECT count(coder_publish(n.channel, n.payload))
+                  (SELECT count(pg_notify(n.channel, n.payload))
                    FROM unnest($22::text[], $23::text[]) AS n(channel, payload)) AS "sent!"
            FROM b
            JOIN workspaces w ON w.id = b.workspace_id

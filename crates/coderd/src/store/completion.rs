@@ -289,7 +289,7 @@ async fn record_tail(
                WHERE id = (SELECT id FROM candidate)
                RETURNING *
            )
-           SELECT (SELECT count(coder_publish(n.channel, n.payload))
+           SELECT (SELECT count(pg_notify(n.channel, n.payload))
                    FROM unnest($13::text[], $14::text[]) AS n(channel, payload)) AS "sent!",
                   (SELECT to_jsonb(c) FROM claimed c) AS claimed"#,
         job,
@@ -423,7 +423,6 @@ impl Store {
             let claimed =
                 record_tail(&mut tx, job, closed.logs, timings, notes, build, next).await?;
             tx.commit().await?;
-            self.published();
             Ok((FinishOutcome::Recorded, claimed))
         })
         .await
@@ -488,7 +487,6 @@ impl Store {
                 record_tail(&mut tx, job, closed.logs, &failure.timings, notes, None, next)
                     .await?;
             tx.commit().await?;
-            self.published();
             Ok((FinishOutcome::Recorded, claimed))
         })
         .await

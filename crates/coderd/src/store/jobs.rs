@@ -10,7 +10,6 @@ use codersdk::provisionerd::JobLog;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::outbox::publish;
 use super::{Result, Store, timed};
 use crate::pubsub::channels;
 
@@ -119,8 +118,7 @@ pub enum ReleaseOutcome {
     NotHeld,
 }
 
-/// Inserts a job row and announces it through the outbox, inside the caller's transaction
-/// (the caller wakes the relay after its commit).
+/// Inserts a job row and announces it, inside the caller's transaction.
 pub(crate) async fn insert_job(
     tx: &mut sqlx::PgConnection,
     job: &NewJob,
@@ -149,12 +147,12 @@ pub(crate) async fn insert_job(
         "{}:{}:{}:{}",
         job.organization_id, job.id, job.provisioner, job.tags_key
     );
-    publish(tx, channels::JOB_POSTED, payload).await?;
+    sqlx::query!("SELECT pg_notify($1, $2)", channels::JOB_POSTED, payload)
+        .execute(&mut *tx)
+        .await?;
     Ok(row)
 }
 
-/// A direct NOTIFY, for the paths that stay off the outbox (agents, workspace lifecycle: see
-/// pubsub.rs).
 pub(crate) async fn notify(
     tx: &mut sqlx::PgConnection,
     channel: &str,
@@ -252,13 +250,9 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             if !kept.is_empty() {
-                publish(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+                notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             }
             tx.commit().await?;
-            // A heartbeat without logs published nothing: no relay run for it.
-            if !kept.is_empty() {
-                self.published();
-            }
             Ok(UpdateOutcome::Accepted {
                 canceled: row.canceled,
             })
@@ -315,11 +309,10 @@ impl Store {
                 "{}:{}:{}:{}",
                 row.organization_id, job, row.provisioner, row.tags_key
             );
-            publish(&mut tx, channels::JOB_REQUEUED, posted).await?;
-            publish(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
-            publish(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+            notify(&mut tx, channels::JOB_REQUEUED, posted).await?;
+            notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
+            notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             tx.commit().await?;
-            self.published();
             Ok(ReleaseOutcome::Requeued)
         })
         .await
@@ -359,11 +352,10 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if row.is_some() {
-                publish(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
-                publish(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
+                notify(&mut tx, channels::JOB_UPDATED, job.to_string()).await?;
+                notify(&mut tx, channels::JOB_LOGS, job.to_string()).await?;
             }
             tx.commit().await?;
-            self.published();
             Ok(row)
         })
         .await
@@ -404,11 +396,10 @@ impl Store {
                     output: reason.into(),
                 };
                 insert_logs(&mut tx, job.id, std::slice::from_ref(&line)).await?;
-                publish(&mut tx, channels::JOB_UPDATED, job.id.to_string()).await?;
-                publish(&mut tx, channels::JOB_LOGS, job.id.to_string()).await?;
+                notify(&mut tx, channels::JOB_UPDATED, job.id.to_string()).await?;
+                notify(&mut tx, channels::JOB_LOGS, job.id.to_string()).await?;
             }
             tx.commit().await?;
-            self.published();
             Ok(rows)
         })
         .await

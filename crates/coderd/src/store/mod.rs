@@ -14,7 +14,6 @@ mod groups;
 mod jobs;
 mod lifecycle;
 mod organizations;
-mod outbox;
 mod port_shares;
 mod prebuilds;
 mod presets;
@@ -103,15 +102,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: PgPool,
-    relay: outbox::Relay,
 }
 
 impl Store {
     pub fn new(pool: PgPool) -> Self {
-        Self {
-            pool,
-            relay: outbox::Relay::default(),
-        }
+        Self { pool }
     }
 
     pub fn pool(&self) -> &PgPool {

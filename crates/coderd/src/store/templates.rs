@@ -315,7 +315,6 @@ impl Store {
             let version = version_by_id(&mut tx, v.id).await?;
             audit::append(&mut tx, log).await?;
             tx.commit().await?;
-            self.published();
             Ok((version, job))
         })
         .await

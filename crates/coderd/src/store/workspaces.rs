@@ -172,7 +172,6 @@ impl Store {
             let workspace = workspace_by(&mut tx, w.id, true).await?;
             audit::append(&mut tx, log).await?;
             tx.commit().await?;
-            self.published();
             Ok((workspace, build, job))
         })
         .await
@@ -191,11 +190,7 @@ impl Store {
         timed("create_build", async {
             let mut conn = self.pool.acquire().await?;
             match insert_build(&mut conn, build, log, Utc::now()).await {
-                Ok(Some(created)) => {
-                    // insert_build's statement published (and committed) the build's messages.
-                    self.published();
-                    Ok(Some(created))
-                }
+                Ok(Some(created)) => Ok(Some(created)),
                 Err(Error::Conflict { constraint }) if constraint == BUILD_NUMBER_TAKEN => Ok(None),
                 Ok(None) => {
                     // Refused: a deleted workspace (404) or an active build (409)? A second

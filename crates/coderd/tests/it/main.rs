@@ -21,7 +21,6 @@ mod oidc;
 mod openapi;
 mod prebuilds;
 mod presets;
-mod pubsub_outbox;
 mod queue;
 mod rbac;
 mod relay;
