@@ -2,8 +2,12 @@
 //! channel coderd announces completions on (`pg_notify` in the completing transaction), so a
 //! notification means the result is committed. Waiting this way adds no load to the server
 //! under test.
+//!
+//! A job handed back to the queue (its daemon went away before it ran) is announced on the
+//! same channel, right after its requeue notice in the same commit; that one is not a
+//! completion, so the listener hears the requeue channel too and skips the update that follows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,17 +33,30 @@ pub struct Completions {
 impl Completions {
     pub async fn listen(pool: &sqlx::PgPool) -> anyhow::Result<Self> {
         let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(channels::JOB_UPDATED).await?;
+        listener
+            .listen_all([channels::JOB_UPDATED, channels::JOB_REQUEUED])
+            .await?;
         let slots: Arc<Mutex<HashMap<Uuid, Slot>>> = Arc::default();
         let for_task = slots.clone();
         let task = tokio::spawn(async move {
+            let mut requeued: HashSet<Uuid> = HashSet::new();
             while let Ok(note) = listener.recv().await {
                 let at = Instant::now();
+                if note.channel() == channels::JOB_REQUEUED {
+                    // Payload `<organization>:<job>:<provisioner>:<tags key>`.
+                    if let Some(Ok(job)) = note.payload().split(':').nth(1).map(str::parse) {
+                        requeued.insert(job);
+                    }
+                    continue;
+                }
                 // Payload `<job id>` (coderd's pubsub allows `<key>:<data>`; the key is the id).
                 let key = note.payload().split(':').next().unwrap_or_default();
                 let Ok(job) = key.parse::<Uuid>() else {
                     continue;
                 };
+                if requeued.remove(&job) {
+                    continue;
+                }
                 let mut slots = lock(&for_task);
                 match slots.remove(&job) {
                     Some(Slot::Waiting(tx)) => {

@@ -79,6 +79,8 @@ pub struct Deployment {
     pub completions: Completions,
     pub dir: PathBuf,
     pub timeout: Duration,
+    coder_bin: PathBuf,
+    postgres_url: String,
 }
 
 impl Deployment {
@@ -124,7 +126,27 @@ impl Deployment {
             completions,
             dir: dir.to_path_buf(),
             timeout,
+            coder_bin: coder_bin.to_path_buf(),
+            postgres_url: url,
         })
+    }
+
+    /// Starts another `coder server` on this deployment's database (a second replica, no
+    /// daemons) and returns it with the owner's client for it.
+    pub async fn replica(&self, name: &str) -> anyhow::Result<(Server, Client)> {
+        let (server, _) = Server::start(
+            &self.coder_bin,
+            &crate::procs::open_dir(&self.dir.join(name))?,
+            &[
+                "--postgres-url",
+                &self.postgres_url,
+                "--provisioner-daemons=0",
+            ],
+            self.timeout,
+        )
+        .await?;
+        let client = Client::new(server.url.clone()).with_token(&self.token);
+        Ok((server, client))
     }
 
     pub async fn start_daemons(&mut self, coder_bin: &Path, count: usize) -> anyhow::Result<()> {

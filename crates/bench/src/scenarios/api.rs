@@ -8,11 +8,10 @@
 
 use std::time::{Duration, Instant};
 
+use codersdk::Client;
 use reqwest::Method;
 use tokio::task::JoinSet;
 use uuid::Uuid;
-
-use crate::deploy::Deployment;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -66,7 +65,7 @@ pub struct ApiRun {
 }
 
 pub async fn run(
-    deploy: &Deployment,
+    owner: &Client,
     workspaces: &[Uuid],
     template: Uuid,
     mix: Mix,
@@ -90,8 +89,7 @@ pub async fn run(
             Kind::Template => format!("/api/v2/templates/{template}"),
             Kind::ListPage => "/api/v2/workspaces?q=owner:me&limit=25".into(),
         };
-        let request = deploy
-            .owner
+        let request = owner
             .request(Method::GET, &path)?
             .timeout(Duration::from_secs(10));
         tasks.spawn(async move {

@@ -38,7 +38,7 @@ pub async fn measure(
 ) -> anyhow::Result<CpuCost> {
     let pg_before = postgres_cpu(&deploy.pool).await?;
     let coderd_before = deploy.server.cpu()?;
-    let run = api::run(deploy, workspaces, template, mix, rate, duration).await?;
+    let run = api::run(&deploy.owner, workspaces, template, mix, rate, duration).await?;
     let coderd = deploy.server.cpu()?.saturating_sub(coderd_before);
     let pg_after = postgres_cpu(&deploy.pool).await?;
     // A backend that started during the window is charged all it used; one that ended is lost

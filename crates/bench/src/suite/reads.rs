@@ -1,6 +1,7 @@
 //! The read scenarios and their rows: P4 (the dashboard's read mix at a fixed open-loop rate),
 //! P4b (the same mix stepped up until its p95 passes 30 ms: the capacity) and P5 (listing every
-//! workspace). In the full suite they run on the deployment the build scenarios left; alone
+//! workspace). In the full suite they run on the deployment the build scenarios left (P4b's
+//! ladder on a second coderd of it, see [`capacity`]); alone
 //! (`--only reads`) on their own server, after one closed-loop build window that leaves the
 //! template a build history like the one the suite's P2 leaves.
 
@@ -97,7 +98,7 @@ pub(super) async fn measure(
     ));
     if sizes.warmup {
         api::run(
-            deploy,
+            &deploy.owner,
             &ids,
             template,
             Mix::Dashboard,
@@ -119,7 +120,7 @@ pub(super) async fn measure(
     };
     for _ in 0..sizes.runs {
         let measured = api::run(
-            deploy,
+            &deploy.owner,
             &ids,
             template,
             Mix::Dashboard,
@@ -170,36 +171,8 @@ pub(super) async fn measure(
         run.costs.push((mix, cost));
     }
 
-    // P4b: up the ladder until a step fails; a step's overload must not spill into the next,
-    // so each one starts after the server has drained.
-    for &rate in &sizes.capacity_rates {
-        progress.step(&format!(
-            "P4b the same mix at {rate} req/s for {:.0} s",
-            sizes.capacity_window.as_secs_f64()
-        ));
-        let measured = api::run(
-            deploy,
-            &ids,
-            template,
-            Mix::Dashboard,
-            rate,
-            sizes.capacity_window,
-        )
-        .await?;
-        let all: Vec<Duration> = measured.samples.iter().map(|(_, d)| *d).collect();
-        let step = Step {
-            rate,
-            offered: measured.offered,
-            p95: Percentiles::of(&all).map_or(f64::INFINITY, |p| p.p95),
-            errors: measured.errors,
-        };
-        let passed = step.passed();
-        run.steps.push(step);
-        if !passed {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    progress.step("P4b: starting a second coder server on the same database for the ladder");
+    run.steps = capacity(sizes, deploy, &ids, template, progress).await?;
 
     // P5
     let total = seed_up_to(deploy, source, sizes.list_workspaces, "list-").await?;
@@ -214,6 +187,74 @@ pub(super) async fn measure(
     run.listed = total;
     report.counts.insert("p5_listed".into(), total);
     Ok(run)
+}
+
+/// P4b: the mix stepped up until a step fails.
+///
+/// The ladder is meant to end in overload, and an overloaded coderd keeps the heap its backlog
+/// grew (an RSS of 448 MiB after one 1,400 req/s step): every row measured after it
+/// on the same process would start from that state. So it runs on a second coderd on the same
+/// database (a replica, as a deployment with two would have), stopped once the ladder ends;
+/// the database's rows are the same 2,000 workspaces P4 read.
+async fn capacity(
+    sizes: &Sizes,
+    deploy: &Deployment,
+    ids: &[Uuid],
+    template: Uuid,
+    progress: &Progress,
+) -> anyhow::Result<Vec<Step>> {
+    let (server, owner) = deploy.replica("p4b").await?;
+    let steps = async {
+        if sizes.warmup {
+            api::run(
+                &owner,
+                ids,
+                template,
+                Mix::Dashboard,
+                sizes.api_rate,
+                Duration::from_secs(1),
+            )
+            .await?;
+        }
+        let mut steps = Vec::new();
+        // A step's overload must not spill into the next, so each one starts after the server
+        // has drained.
+        for &rate in &sizes.capacity_rates {
+            progress.step(&format!(
+                "P4b the same mix at {rate} req/s for {:.0} s",
+                sizes.capacity_window.as_secs_f64()
+            ));
+            let measured = api::run(
+                &owner,
+                ids,
+                template,
+                Mix::Dashboard,
+                rate,
+                sizes.capacity_window,
+            )
+            .await?;
+            let all: Vec<Duration> = measured.samples.iter().map(|(_, d)| *d).collect();
+            let step = Step {
+                rate,
+                offered: measured.offered,
+                p95: Percentiles::of(&all).map_or(f64::INFINITY, |p| p.p95),
+                errors: measured.errors,
+            };
+            let passed = step.passed();
+            steps.push(step);
+            if !passed {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        anyhow::Ok(steps)
+    }
+    .await;
+    server
+        .stop(Duration::from_secs(10))
+        .await
+        .context("stopping the ladder's coder server")?;
+    steps
 }
 
 /// The P4, P4b and P5 rows.
@@ -306,7 +347,8 @@ pub(super) fn rows(report: &mut Report, sizes: &Sizes, run: &ReadsRun) {
         )
         .goal("≥ 1,000 req/s", Check::min(1000.0))
         .note(format!(
-            "{} workspaces, {:.0} s per step; {}",
+            "{} workspaces, {:.0} s per step, on a second coderd of the same database \
+             (stopped after the ladder); {}",
             sizes.api_workspaces,
             sizes.capacity_window.as_secs_f64(),
             ladder.join("; ")
