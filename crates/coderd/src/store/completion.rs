@@ -238,6 +238,11 @@ async fn record_tail(
     // sub-select of it) are sent either way. The claimed job comes back as JSON for the same
     // reason: a row of its own would be absent when nothing is claimed. Its claim time is the
     // claim's own (`clock_timestamp()`): `now()` is when the completion's transaction began.
+    // `w` skips a write that would change nothing (a start without autostart): a no-op update
+    // still writes a new row version and, on a full page, an entry in each of its indexes.
+    // Safe: UPDATE re-checks its condition on the newest version of a row changed since the
+    // snapshot, so the row ends as the unconditional write left it; a skipped write only
+    // leaves the row unlocked, and a writer that would have waited for it finds it unchanged.
     let row = sqlx::query!(
         r#"WITH b AS (
                UPDATE workspace_builds
@@ -253,7 +258,7 @@ async fn record_tail(
                SET next_start_at = CASE WHEN $23 THEN w.next_start_at ELSE $24 END,
                    deleted = w.deleted OR $23,
                    updated_at = CASE WHEN $23 THEN now() ELSE w.updated_at END
-               FROM b WHERE w.id = b.workspace_id
+               FROM b WHERE w.id = b.workspace_id AND ($23 OR w.next_start_at IS DISTINCT FROM $24)
            ), logs AS (
                INSERT INTO provisioner_job_logs (job_id, created_at, source, level, stage, output)
                SELECT $1, * FROM unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[])

@@ -373,6 +373,9 @@ impl Store {
         timed("fail_stale_jobs", async {
             let seconds = stale_after.as_secs_f64();
             let mut tx = self.pool.begin().await?;
+            // `worker_id IS NOT NULL` adds nothing to `started_at IS NOT NULL` (the two are set
+            // and cleared together) but matches the predicate of `provisioner_jobs_running`, so
+            // the scan reads the running jobs' entries only, not the table.
             let rows = sqlx::query_as!(
                 JobRow,
                 r#"UPDATE provisioner_jobs
@@ -380,6 +383,7 @@ impl Store {
                    WHERE id IN (
                        SELECT id FROM provisioner_jobs
                        WHERE started_at IS NOT NULL AND completed_at IS NULL
+                         AND worker_id IS NOT NULL
                          AND updated_at < now() - make_interval(secs => $1)
                        FOR UPDATE SKIP LOCKED)
                    RETURNING *"#,

@@ -120,7 +120,10 @@ async fn complete<'e, E: sqlx::PgExecutor<'e>>(
     // `guard` runs first (`closed` reads it) and locks the workspace row; every write reads
     // `closed`, so a guard that fails, or a job that is not this worker's open one, writes
     // nothing, sends no notification and claims nothing. The claim is the acquire statement's
-    // (`jobs::claim_job`): keep the two alike.
+    // (`jobs::claim_job`): keep the two alike. `w` writes the workspace only when something
+    // changes: an update that changes nothing still writes a new row version, and on a full
+    // page a new entry in each of the table's indexes (seven WAL records for a no-op). The
+    // row is locked by `guard`, so the test reads its newest version.
     let row = sqlx::query!(
         r#"WITH guard AS (
                SELECT b.id
@@ -160,7 +163,7 @@ async fn complete<'e, E: sqlx::PgExecutor<'e>>(
                SET next_start_at = CASE WHEN $32 THEN w.next_start_at ELSE $33 END,
                    deleted = w.deleted OR $32,
                    updated_at = CASE WHEN $32 THEN now() ELSE w.updated_at END
-               FROM b WHERE w.id = b.workspace_id
+               FROM b WHERE w.id = b.workspace_id AND ($32 OR w.next_start_at IS DISTINCT FROM $33)
            ), logs AS (
                INSERT INTO provisioner_job_logs (job_id, created_at, source, level, stage, output)
                SELECT closed.id, l.* FROM closed
