@@ -106,14 +106,17 @@ fn describe_tags(tags: &Tags) -> String {
 
 /// Renders a job; `daemons` are the organization's daemons (fetched once per request).
 pub async fn render(state: &AppState, job: &JobRow, daemons: &Daemons) -> Result<ProvisionerJob> {
-    Ok(render_matched(state, job, daemons).await?.0)
+    Ok(render_matched(state, job, daemons, None).await?.0)
 }
 
 /// Renders a job with the summary of the daemons that could run it.
+/// `queue` is the job's (position, size) when the caller read it already; a pending job's is
+/// read otherwise.
 pub async fn render_matched(
     state: &AppState,
     job: &JobRow,
     daemons: &Daemons,
+    queue: Option<(i64, i64)>,
 ) -> Result<(ProvisionerJob, MatchedProvisioners)> {
     let status = job_status(job);
     let (mut queue_position, mut queue_size) = (0, 0);
@@ -121,7 +124,10 @@ pub async fn render_matched(
     let (available_workers, summary) = matched(state, job, &tags, daemons);
     let mut waiting_reason = String::new();
     if status == ProvisionerJobStatus::Pending {
-        (queue_position, queue_size) = state.store.queue_position(job).await?;
+        (queue_position, queue_size) = match queue {
+            Some(queue) => queue,
+            None => state.store.queue_position(job).await?,
+        };
         // A job rendered as pending is in the queue, even one a daemon claimed since it was
         // read (a build is rendered from its insert): the queue is at least as long as its
         // place in it.
@@ -195,7 +201,7 @@ pub async fn render_one(
     job: &JobRow,
 ) -> Result<(ProvisionerJob, MatchedProvisioners)> {
     let daemons = state.store.daemons(Some(job.organization_id), None).await?;
-    render_matched(state, job, &daemons.into()).await
+    render_matched(state, job, &daemons.into(), None).await
 }
 
 async fn daemon_job(state: &AppState, job: Option<JobRow>) -> Result<Option<ProvisionerDaemonJob>> {

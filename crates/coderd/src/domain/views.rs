@@ -3,11 +3,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use codersdk::provisioners::ProvisionerJobStatus;
 use codersdk::templates::{MinimalUser, Template, TemplateVersion, TransitionStats};
 use codersdk::workspaces::{Workspace, WorkspaceBuild, WorkspaceHealth, WorkspaceStatus};
 use uuid::Uuid;
 
-use super::render::{build_status, resources};
+use super::render::{build_status, job_status, resources};
 use super::{Error, Result, jobs, template_schedules};
 use crate::authz::{self, Action, Subject};
 use crate::state::AppState;
@@ -21,6 +22,8 @@ struct BuildContext {
     jobs: HashMap<Uuid, JobRow>,
     resources: HashMap<Uuid, Vec<ResourceTree>>,
     daemons: jobs::Daemons,
+    /// Queue (position, size) of pending jobs, where read with the daemons.
+    queues: HashMap<Uuid, (i64, i64)>,
 }
 
 impl From<BuildFacts> for BuildContext {
@@ -36,6 +39,7 @@ impl From<BuildFacts> for BuildContext {
             jobs: facts.jobs.into_iter().map(|j| (j.id, j)).collect(),
             resources,
             daemons: facts.daemons.into(),
+            queues: HashMap::new(),
         }
     }
 }
@@ -49,7 +53,8 @@ async fn build_view(
         .jobs
         .remove(&row.job_id)
         .ok_or_else(|| Error::internal(format!("build {} has no job", row.id)))?;
-    let (rendered, matched) = jobs::render_matched(state, &job, &ctx.daemons).await?;
+    let queue = ctx.queues.remove(&job.id);
+    let (rendered, matched) = jobs::render_matched(state, &job, &ctx.daemons, queue).await?;
     let status = build_status(&row.transition, rendered.status);
     let mut resources = resources(ctx.resources.remove(&row.job_id).unwrap_or_default());
     name_subdomain_apps(
@@ -250,14 +255,27 @@ pub async fn build(state: &AppState, row: BuildRow) -> Result<WorkspaceBuild> {
 }
 
 /// A build just created, rendered from the rows its insert returned: the job as written
-/// (pending; a daemon may have claimed it since, as it may right after any read), and no
-/// resources, which a job has only once it ran. Only the daemons are read.
+/// (pending unless claimed at the insert; a daemon may have claimed it since, as it may right
+/// after any read), and no resources, which a job has only once it ran. Only the daemons and,
+/// for a pending job, its place in the queue are read: in one statement when there are daemons.
 pub async fn new_build(state: &AppState, row: BuildRow, job: JobRow) -> Result<WorkspaceBuild> {
-    let daemons = state.store.daemons(Some(job.organization_id), None).await?;
+    let mut queues = HashMap::new();
+    let daemons = match job_status(&job) {
+        ProvisionerJobStatus::Pending => match state.store.daemons_and_queue(&job).await? {
+            Some((daemons, queue)) => {
+                queues.insert(job.id, queue);
+                daemons
+            }
+            // No daemon to carry the counts: `render_matched` reads the position itself.
+            None => Vec::new(),
+        },
+        _ => state.store.daemons(Some(job.organization_id), None).await?,
+    };
     let mut ctx = BuildContext {
         jobs: HashMap::from([(job.id, job)]),
         resources: HashMap::new(),
         daemons: daemons.into(),
+        queues,
     };
     build_view(state, row, &mut ctx).await
 }
