@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::jobs::{JobRow, QUEUE_COUNT_CAP};
 use super::{Error, NewAuditLog, Result, Store, audit, timed};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -197,4 +198,75 @@ pub(super) async fn daemons_in(
     )
     .fetch_all(&mut *conn)
     .await?)
+}
+
+impl Store {
+    /// What the response to a new build needs besides its rows, for a job still pending: the
+    /// daemons of its organization (as [`Store::daemons`] orders them) and its (position, size)
+    /// in the queue (as [`Store::queue_position`] counts them), read in one statement instead
+    /// of two. `None` when the organization has no daemon (the statement then has no row to
+    /// carry the counts): the caller asks for the position on its own.
+    pub async fn daemons_and_queue(
+        &self,
+        job: &JobRow,
+    ) -> Result<Option<(Vec<DaemonRow>, (i64, i64))>> {
+        timed("daemons_and_queue", async {
+            // The counts are one uncorrelated subquery in FROM, computed once however many
+            // daemons there are; both walk the pending index in its order up to the cap, as
+            // `queue_position`'s do.
+            let rows = sqlx::query!(
+                r#"SELECT d.id, d.organization_id, d.name, d.owner_key, d.provisioners, d.tags,
+                          d.version, d.api_version, d.key_id, d.created_at, d.last_seen_at,
+                          k.name AS "key_name?", q.ahead AS "ahead!", q.size AS "size!"
+                   FROM (SELECT
+                           (SELECT count(*) FROM (
+                              SELECT 1 FROM provisioner_jobs
+                              WHERE organization_id = $1 AND provisioner = $2 AND tags_key = $3
+                                AND started_at IS NULL AND canceled_at IS NULL
+                                AND (created_at, id) < ($4, $5)
+                              ORDER BY created_at, id
+                              LIMIT $6) ahead) AS ahead,
+                           (SELECT count(*) FROM (
+                              SELECT 1 FROM provisioner_jobs
+                              WHERE organization_id = $1 AND provisioner = $2 AND tags_key = $3
+                                AND started_at IS NULL AND canceled_at IS NULL
+                              ORDER BY created_at, id
+                              LIMIT $6) size) AS size) q
+                   CROSS JOIN provisioner_daemons d
+                   LEFT JOIN provisioner_keys k ON k.id = d.key_id
+                   WHERE d.organization_id = $1
+                   ORDER BY d.name"#,
+                job.organization_id,
+                job.provisioner,
+                job.tags_key,
+                job.created_at,
+                job.id,
+                QUEUE_COUNT_CAP
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            let Some(queue) = rows.first().map(|r| (r.ahead + 1, r.size)) else {
+                return Ok(None);
+            };
+            let daemons = rows
+                .into_iter()
+                .map(|r| DaemonRow {
+                    id: r.id,
+                    organization_id: r.organization_id,
+                    name: r.name,
+                    owner_key: r.owner_key,
+                    provisioners: r.provisioners,
+                    tags: r.tags,
+                    version: r.version,
+                    api_version: r.api_version,
+                    key_id: r.key_id,
+                    created_at: r.created_at,
+                    last_seen_at: r.last_seen_at,
+                    key_name: r.key_name,
+                })
+                .collect();
+            Ok(Some((daemons, queue)))
+        })
+        .await
+    }
 }
