@@ -8,7 +8,7 @@ use codersdk::Client;
 use codersdk::organizations::CreateOrganizationRequest;
 use codersdk::provisioners::{CreateProvisionerKeyRequest, ProvisionerJobStatus};
 use codersdk::templates::TemplateVersion;
-use codersdk::workspaces::CreateWorkspaceRequest;
+use codersdk::workspaces::{CreateWorkspaceBuildRequest, CreateWorkspaceRequest};
 use provisionerd::engines::echo::{BuildStage, EchoTemplate};
 use provisionerd::{DaemonAuth, DaemonError};
 use testutil::{DaemonSpec, TestApp, TestDaemon, eventually, wait_build, wait_job};
@@ -438,6 +438,66 @@ async fn many_jobs_many_daemons_no_job_taken_twice_and_one_job_per_daemon() -> a
     for d in daemons {
         d.stop().await??;
     }
+    Ok(())
+}
+
+/// The answer to a build's POST while every daemon is busy: pending, first in its queue, with
+/// the daemons that could run it (read together with the queue in one statement).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_posted_while_the_daemons_are_busy_is_answered_with_its_place() -> anyhow::Result<()>
+{
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let template = app
+        .echo_template(
+            &owner,
+            "slow-start",
+            &EchoTemplate {
+                start: Some(BuildStage {
+                    delay_ms: 3000,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            &[],
+        )
+        .await?;
+    let create = |name: &str| CreateWorkspaceRequest {
+        template_id: Some(template.id),
+        name: name.into(),
+        ..Default::default()
+    };
+    let first = owner.create_workspace("me", &create("first")).await?;
+    wait_build(&owner, first.latest_build.id).await?;
+    let busy = owner.create_workspace("me", &create("busy")).await?;
+    eventually(
+        Duration::from_secs(10),
+        "the daemon takes the busy build",
+        || async {
+            let job = owner.workspace_build(busy.latest_build.id).await?.job;
+            Ok(job.status == ProvisionerJobStatus::Running)
+        },
+    )
+    .await?;
+    let stop = owner
+        .create_workspace_build(
+            first.id,
+            &CreateWorkspaceBuildRequest {
+                transition: "stop".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    assert_eq!(stop.job.status, ProvisionerJobStatus::Pending);
+    assert_eq!((stop.job.queue_position, stop.job.queue_size), (1, 1));
+    let matched = stop
+        .matched_provisioners
+        .expect("a new build names the daemons that could run it");
+    assert_eq!((matched.count, matched.available), (1, 1));
+    assert_eq!(
+        wait_build(&owner, stop.id).await?.status.as_str(),
+        "stopped"
+    );
     Ok(())
 }
 
