@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compresses a `coder` binary into BINARY.zst beside it: the copy `coder server` sends, as is, to
-# workspaces whose agent download accepts zstd (crates/coderd/src/agents/binary.rs). Level 19
+# workspaces whose agent download accepts zstd (crates/coderd-core/src/agents/binary.rs). Level 19
 # with a 128 MiB window takes about 40 s of CPU once per build and makes a release binary about
 # 4.5x smaller; the level 3 a server can afford per download makes it 3.3x smaller.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Refreshes .sqlx/ (the compile-time query metadata) against a scratch database migrated to the
+# Refreshes crates/coderd-store/.sqlx/ (the compile-time query metadata of the one crate with SQL) against a scratch database migrated to the
 # current schema. Needs sqlx-cli: `cargo install sqlx-cli --no-default-features --features postgres,rustls`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,5 +11,6 @@ if [ "$(id -u)" -eq 0 ]; then chown postgres "$dir"; run=(runuser -u postgres --
 "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-c listen_addresses='' -k $dir -c fsync=off" -l "$dir/log" -w start >/dev/null
 trap '"${run[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null; rm -rf "$dir"' EXIT
 export DATABASE_URL="postgres://postgres@$(printf %s "$dir" | sed 's|/|%2F|g')/postgres"
-sqlx migrate run --source crates/coderd/migrations
-SQLX_OFFLINE=false cargo sqlx prepare --workspace -- --all-targets
+sqlx migrate run --source crates/coderd-store/migrations
+cd crates/coderd-store
+SQLX_OFFLINE=false cargo sqlx prepare -- --all-targets

@@ -20,5 +20,7 @@ cleanup() {
 trap cleanup EXIT
 
 cargo fmt --all --check
+# The crates' layering (docs/architecture.md, "Crates") and the document's graph of it.
+python3 scripts/crate-graph.py --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo nextest run --workspace --locked --profile "${NEXTEST_PROFILE:-default}"

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use coderd::pubsub::channels;
+use coderd_store::pubsub::channels;
 use sqlx::postgres::PgListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

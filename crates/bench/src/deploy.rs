@@ -315,6 +315,6 @@ impl Deployment {
 
 /// The canonical key of an untagged organization job (what the bench's daemons accept).
 pub fn untagged_key() -> String {
-    use coderd::provisioners::tags;
+    use coderd_core::provisioners::tags;
     tags::key(&tags::normalize(Default::default(), None))
 }

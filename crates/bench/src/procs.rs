@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use coderd::postgres::embedded::{EmbeddedPostgres, Options};
+use coderd_store::postgres::embedded::{EmbeddedPostgres, Options};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use sqlx::ConnectOptions;

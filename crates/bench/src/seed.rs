@@ -7,7 +7,7 @@
 //! id || n)`), which maps each child row to its parent's clone without a lookup table.
 
 use anyhow::ensure;
-use coderd::pubsub::channels;
+use coderd_store::pubsub::channels;
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -232,7 +232,7 @@ pub async fn agent_tokens(pool: &PgPool, jobs: &[Uuid]) -> anyhow::Result<Vec<St
     let tokens: Vec<String> = agents.iter().map(|_| Uuid::new_v4().to_string()).collect();
     let hashes: Vec<Vec<u8>> = tokens
         .iter()
-        .map(|t| coderd::auth::hash_secret(t))
+        .map(|t| coderd_authz::auth::hash_secret(t))
         .collect();
     let done = sqlx::query(
         "UPDATE workspace_agents a SET auth_token_hash = u.hash

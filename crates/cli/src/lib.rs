@@ -59,8 +59,7 @@ impl Cli {
         if let (Command::Server(args), Some(("server", server))) =
             (&mut cli.command, matches.subcommand())
         {
-            args.config.options =
-                coderd::deployment_options::DeploymentOptions::from_matches(server);
+            args.config.options = coderd::deployment_options::from_matches(server);
         }
         cli
     }

@@ -31,7 +31,7 @@ pub fn from_args(args: &[String], local: Tz) -> anyhow::Result<String> {
         zone.unwrap_or(local).name(),
         days.unwrap_or_else(|| "*".into())
     );
-    coderd::schedule::Schedule::weekly(&schedule).map_err(|e| anyhow::anyhow!("{e}"))?;
+    coderd_schedule::Schedule::weekly(&schedule).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(schedule)
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use oauth_client::KeyRing;
 use url::Url;
 
-use crate::sso::{GithubSettings, OidcSettings};
+use coderd_sso::{GithubSettings, OidcSettings};
 
 /// Flags of `coder server`.
 #[derive(Clone, clap::Args)]
@@ -107,7 +107,7 @@ pub struct ServerConfig {
     #[arg(
         long = "default-quiet-hours-schedule",
         env = "CODER_QUIET_HOURS_DEFAULT_SCHEDULE",
-        default_value = crate::state::DEFAULT_QUIET_HOURS,
+        default_value = coderd_core::state::DEFAULT_QUIET_HOURS,
         value_parser = quiet_hours
     )]
     pub quiet_hours: String,
@@ -314,7 +314,7 @@ pub struct ServerConfig {
 
     /// Set by the CLI from the matches this was parsed from: every option with its source.
     #[arg(skip)]
-    pub options: crate::deployment_options::DeploymentOptions,
+    pub options: coderd_core::deployment_options::DeploymentOptions,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -427,7 +427,7 @@ impl ServerConfig {
         settings.ignore_userinfo = self.oidc_ignore_userinfo;
         settings.sign_in_text = self.oidc_sign_in_text.clone();
         settings.icon_url = self.oidc_icon_url.clone();
-        settings.groups = crate::groups::sync::GroupSyncSettings {
+        settings.groups = coderd_sso::groups::sync::GroupSyncSettings {
             field: self.oidc_group_field.clone(),
             mapping: serde_json::from_str(&self.oidc_group_mapping).map_err(|e| {
                 format!("CODER_OIDC_GROUP_MAPPING must be a JSON object of strings: {e}")
@@ -460,15 +460,18 @@ impl ServerConfig {
     }
 
     /// The app proxy's settings (the wildcard takes the access URL's scheme unless it names one).
-    pub fn app_settings(&self, access_url: &Url) -> Result<crate::apps::Settings, String> {
+    pub fn app_settings(
+        &self,
+        access_url: &Url,
+    ) -> Result<coderd_core::app_urls::Settings, String> {
         let wildcard = self
             .wildcard_access_url
             .as_deref()
             .filter(|w| !w.is_empty())
-            .map(|w| crate::apps::Wildcard::parse(w, access_url.scheme()))
+            .map(|w| coderd_core::app_urls::Wildcard::parse(w, access_url.scheme()))
             .transpose()
             .map_err(|e| e.to_string())?;
-        Ok(crate::apps::Settings {
+        Ok(coderd_core::app_urls::Settings {
             disable_path_apps: self.disable_path_apps,
             allow_path_app_sharing: self.dangerous_allow_path_app_sharing,
             allow_path_app_site_owner_access: self.dangerous_allow_path_app_site_owner_access,
@@ -508,14 +511,14 @@ fn poll_interval(s: &str) -> Result<Duration, String> {
 
 /// Validated here so a bad wildcard stops the server at startup with the flag's name.
 fn wildcard(s: &str) -> Result<String, String> {
-    crate::apps::Wildcard::parse(s, "http")
+    coderd_core::app_urls::Wildcard::parse(s, "http")
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
 }
 
 /// Validated here so a bad schedule stops the server at startup with the flag's name.
 fn quiet_hours(s: &str) -> Result<String, String> {
-    crate::schedule::Schedule::daily(s)
+    coderd_schedule::Schedule::daily(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
 }
@@ -556,7 +559,7 @@ mod tests {
     #[test]
     fn prebuilds_reconcile_every_15s_unless_told() -> Result<(), clap::Error> {
         let default = Cli::try_parse_from(["coder"])?;
-        let defaults = crate::prebuilds::Options::default();
+        let defaults = coderd_executors::prebuilds::Options::default();
         assert_eq!(
             default.config.workspace_prebuilds_reconciliation_interval,
             defaults.interval

@@ -8,11 +8,11 @@ use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::builtin_daemons as builtin;
 use crate::config::ServerConfig;
-use crate::http;
-use crate::postgres::{self, embedded};
-use crate::provisioners::builtin;
-use crate::state::{self, AppState};
+use coderd_api as http;
+use coderd_core::state::{self, AppState};
+use coderd_store::postgres::{self, embedded};
 
 /// Name of the database coderd uses inside its embedded cluster.
 const EMBEDDED_DATABASE: &str = "coder";
@@ -29,7 +29,7 @@ pub enum Error {
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
     #[error("reading deployment settings: {0}")]
-    Store(#[from] crate::store::Error),
+    Store(#[from] coderd_store::Error),
     #[error("setting up the built-in terraform provisioner: {0}")]
     Terraform(#[from] provisionerd::engines::terraform::SetupError),
     #[error("invalid configuration: {0}")]
@@ -38,9 +38,7 @@ pub enum Error {
     CurrentExe(#[source] std::io::Error),
 }
 
-/// Another front door served beside the API (the dashboard): given the started core, its
-/// routes. coderd knows front doors only through this, so it depends on none of them.
-pub type FrontDoor = Arc<dyn Fn(AppState) -> axum::Router + Send + Sync>;
+pub use coderd_api::FrontDoor;
 
 /// What [`serve`] needs beyond the pool and the listener.
 #[derive(Clone)]
@@ -55,10 +53,10 @@ pub struct ServeOptions {
     /// adds terraform).
     pub builtin_engines: Vec<(String, Arc<dyn provisionerd::Engine>)>,
     /// How often the lifecycle executor looks for due workspaces; `None` leaves it to the
-    /// caller (tests drive it with [`lifecycle::Ticks::Driven`](crate::lifecycle::Ticks)).
+    /// caller (tests drive it with [`lifecycle::Ticks::Driven`](coderd_executors::lifecycle::Ticks)).
     pub autobuild_poll_interval: Option<std::time::Duration>,
     /// How the prebuilds reconciler runs; `None` runs none.
-    pub prebuilds: Option<crate::prebuilds::Options>,
+    pub prebuilds: Option<coderd_executors::prebuilds::Options>,
     /// Routes of other front doors, merged with the API's (none by default).
     pub front_doors: Vec<FrontDoor>,
 }
@@ -94,8 +92,8 @@ impl ServeOptions {
                 provisionerd::engines::echo::PROVISIONER.to_owned(),
                 Arc::new(provisionerd::engines::echo::EchoEngine),
             )],
-            autobuild_poll_interval: Some(crate::lifecycle::DEFAULT_POLL_INTERVAL),
-            prebuilds: Some(crate::prebuilds::Options::default()),
+            autobuild_poll_interval: Some(coderd_executors::lifecycle::DEFAULT_POLL_INTERVAL),
+            prebuilds: Some(coderd_executors::prebuilds::Options::default()),
             front_doors: Vec::new(),
         }
     }
@@ -134,15 +132,21 @@ pub async fn serve_state(
         &engines,
         &daemons_stop,
     );
+    coderd_executors::audit_retention::start_purge(
+        state.store.clone(),
+        state.options.audit_logs_retention,
+        state.options.clock.clone(),
+        shutdown.child_token(),
+    );
     if let Some(period) = options.autobuild_poll_interval {
-        crate::lifecycle::spawn(
+        coderd_executors::lifecycle::spawn(
             state.clone(),
-            crate::lifecycle::Ticks::Every(period),
+            coderd_executors::lifecycle::Ticks::Every(period),
             shutdown.child_token(),
         );
     }
     if let Some(prebuilds) = options.prebuilds {
-        crate::prebuilds::spawn(state.clone(), prebuilds, shutdown.child_token());
+        coderd_executors::prebuilds::spawn(state.clone(), prebuilds, shutdown.child_token());
     }
     let app = http::router(state, options.http, &options.front_doors);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running
@@ -233,12 +237,12 @@ pub async fn run_with(
         deployment.api_rate_limit = u32::try_from(config.api_rate_limit).ok();
         if config.dangerous_disable_rate_limits {
             tracing::warn!("rate limits are disabled (CODER_RATE_LIMIT_DISABLE_ALL)");
-            deployment.login_limits = crate::limits::LoginLimitSettings::disabled();
+            deployment.login_limits = coderd_core::limits::LoginLimitSettings::disabled();
             deployment.api_rate_limit = None;
         }
         deployment.external_token_keys = config.token_keys().map_err(Error::Config)?.map(Arc::new);
         // Validated when the flag was parsed; the default stays otherwise.
-        if let Ok(quiet_hours) = crate::schedule::Schedule::daily(&config.quiet_hours) {
+        if let Ok(quiet_hours) = coderd_schedule::Schedule::daily(&config.quiet_hours) {
             deployment.quiet_hours = quiet_hours;
         }
         tracing::info!(
@@ -250,7 +254,7 @@ pub async fn run_with(
         let mut options = ServeOptions::new(deployment);
         options.provisioner_daemons = config.provisioner_daemons;
         options.autobuild_poll_interval = Some(config.autobuild_poll_interval);
-        options.prebuilds = Some(crate::prebuilds::Options {
+        options.prebuilds = Some(coderd_executors::prebuilds::Options {
             interval: config.workspace_prebuilds_reconciliation_interval,
             backoff: config.workspace_prebuilds_reconciliation_backoff_interval,
         });

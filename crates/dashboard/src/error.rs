@@ -22,16 +22,16 @@ pub enum PageError {
     #[error("{0}")]
     Conflict(String),
     #[error("domain: {0}")]
-    Domain(coderd::domain::Error),
+    Domain(coderd_core::domain::Error),
     #[error("rendering: {0}")]
     Render(#[from] askama::Error),
 }
 
 pub type PageResult<T> = Result<T, PageError>;
 
-impl From<coderd::domain::Error> for PageError {
-    fn from(e: coderd::domain::Error) -> Self {
-        use coderd::domain::Error as E;
+impl From<coderd_core::domain::Error> for PageError {
+    fn from(e: coderd_core::domain::Error) -> Self {
+        use coderd_core::domain::Error as E;
         match e {
             E::NotFound => Self::NotFound,
             E::Forbidden { detail } => Self::Forbidden(detail),
@@ -47,9 +47,9 @@ impl From<coderd::domain::Error> for PageError {
     }
 }
 
-impl From<coderd::store::Error> for PageError {
-    fn from(e: coderd::store::Error) -> Self {
-        Self::from(coderd::domain::Error::from(e))
+impl From<coderd_store::Error> for PageError {
+    fn from(e: coderd_store::Error) -> Self {
+        Self::from(coderd_core::domain::Error::from(e))
     }
 }
 
@@ -60,8 +60,10 @@ impl PageError {
             Self::Forbidden(_) | Self::Csrf => StatusCode::FORBIDDEN,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::Domain(coderd::domain::Error::Unauthorized { .. }) => StatusCode::UNAUTHORIZED,
-            Self::Domain(coderd::domain::Error::Validation(_)) => StatusCode::BAD_REQUEST,
+            Self::Domain(coderd_core::domain::Error::Unauthorized { .. }) => {
+                StatusCode::UNAUTHORIZED
+            }
+            Self::Domain(coderd_core::domain::Error::Validation(_)) => StatusCode::BAD_REQUEST,
             Self::Domain(_) | Self::Render(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -69,7 +71,7 @@ impl PageError {
     /// What the person is told: internal causes stay in the log.
     fn public_message(&self) -> String {
         match self {
-            Self::Domain(coderd::domain::Error::Internal(_)) | Self::Render(_) => {
+            Self::Domain(coderd_core::domain::Error::Internal(_)) | Self::Render(_) => {
                 "Something went wrong on the server.".into()
             }
             Self::NotFound => "This page does not exist, or you do not have access to it.".into(),

@@ -11,11 +11,11 @@ mod view;
 
 use axum::Router;
 use axum::routing::{get, post};
-use coderd::state::AppState;
+use coderd_core::state::AppState;
 
 pub use error::PageError;
 
-/// The dashboard's routes, to be merged with coderd's (see `coderd::FrontDoor`).
+/// The dashboard's routes, to be merged with coderd's (see `coderd_api::FrontDoor`).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(pages::root))

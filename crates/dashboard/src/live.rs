@@ -16,11 +16,11 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use coderd::authz::Action;
-use coderd::domain::logs::{JobLogTail, LogTail};
-use coderd::domain::{resolve, views};
-use coderd::pubsub::channels;
-use coderd::state::AppState;
+use coderd_authz::Action;
+use coderd_core::domain::logs::{JobLogTail, LogTail};
+use coderd_core::domain::{resolve, views};
+use coderd_core::state::AppState;
+use coderd_store::pubsub::channels;
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
@@ -175,7 +175,7 @@ async fn follow(
 /// The tail's next lines, or never when there is no tail (a finished job).
 async fn next_lines(
     tail: &mut Option<JobLogTail>,
-) -> coderd::domain::Result<Option<Vec<coderd::store::LogRow>>> {
+) -> coderd_core::domain::Result<Option<Vec<coderd_store::LogRow>>> {
     match tail {
         Some(t) => t.next().await,
         None => std::future::pending().await,

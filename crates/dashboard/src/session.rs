@@ -5,8 +5,8 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::domain::session::{self, Session};
-use coderd::state::AppState;
+use coderd_core::domain::session::{self, Session};
+use coderd_core::state::AppState;
 use codersdk::client::SESSION_TOKEN_COOKIE;
 
 use crate::error::PageError;
@@ -23,7 +23,7 @@ impl Viewer {
         &self.session.user.username
     }
 
-    pub fn subject(&self) -> &coderd::authz::Subject {
+    pub fn subject(&self) -> &coderd_authz::Subject {
         &self.session.subject
     }
 
@@ -51,7 +51,7 @@ fn login_redirect(parts: &Parts) -> Response {
 
 /// The session token a request carries in its cookie, if any.
 pub fn token(headers: &HeaderMap) -> Option<&str> {
-    coderd::cookies::value(headers, SESSION_TOKEN_COOKIE).filter(|t| !t.is_empty())
+    coderd_http::cookies::value(headers, SESSION_TOKEN_COOKIE).filter(|t| !t.is_empty())
 }
 
 impl FromRequestParts<AppState> for Viewer {
@@ -66,7 +66,7 @@ impl FromRequestParts<AppState> for Viewer {
                 let csrf = security::session_token(&session.key.id, &session.key.hashed_secret);
                 Ok(Self { session, csrf })
             }
-            Err(coderd::domain::Error::Unauthorized { .. }) => Err(login_redirect(parts)),
+            Err(coderd_core::domain::Error::Unauthorized { .. }) => Err(login_redirect(parts)),
             Err(e) => Err(PageError::from(e).into_response()),
         }
     }

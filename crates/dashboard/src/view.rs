@@ -44,13 +44,13 @@ impl Chrome {
     pub fn of(viewer: &Viewer) -> Self {
         let daemons = viewer
             .subject()
-            .filter(coderd::authz::Resource::ProvisionerDaemon);
+            .filter(coderd_authz::Resource::ProvisionerDaemon);
         Self {
             user: Some(viewer.username().to_owned()),
             provisioners: daemons.all || !daemons.orgs.is_empty(),
             health: viewer.subject().can(
-                coderd::authz::Action::Read,
-                &coderd::authz::Object::site(coderd::authz::Resource::DeploymentConfig),
+                coderd_authz::Action::Read,
+                &coderd_authz::Object::site(coderd_authz::Resource::DeploymentConfig),
             ),
             csrf: viewer.csrf.clone(),
             ..Self::anonymous()

@@ -7,8 +7,8 @@ pub mod provisioning;
 
 use std::time::Duration;
 
-use coderd::state::{AppState, Options};
 use coderd::{ServeOptions, serve_state};
+use coderd_core::state::{AppState, Options};
 use codersdk::Client;
 use codersdk::users::{CreateFirstUserRequest, CreateUserRequest, LoginWithPasswordRequest};
 use sqlx::PgPool;
@@ -190,7 +190,7 @@ async fn launch(
     let mut options = ServeOptions::new(Options::new(url.clone()));
     // What `coder server --access-url <url>` would list (tests may replace it).
     options.deployment.config_options =
-        coderd::deployment_options::DeploymentOptions::parse(["--access-url", url.as_str()])?;
+        coderd::deployment_options::parse(["--access-url", url.as_str()])?;
     adjust(&mut options);
     let shutdown = CancellationToken::new();
     let state = AppState::start(pool, options.deployment.clone(), shutdown.clone()).await?;

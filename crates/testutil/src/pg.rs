@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use coderd::postgres::{MIGRATOR, embedded};
+use coderd_store::postgres::{MIGRATOR, embedded};
 use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

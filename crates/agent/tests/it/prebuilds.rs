@@ -48,7 +48,7 @@ async fn a_claimed_prebuild_keeps_its_running_agent_under_the_new_owner() -> any
         ..Default::default()
     };
     let t = app.echo_template(&owner, "warm", &template, &[]).await?;
-    let report = coderd::prebuilds::pass(&app.state, Duration::from_secs(1)).await?;
+    let report = coderd_executors::prebuilds::pass(&app.state, Duration::from_secs(1)).await?;
     assert_eq!(report.created, 1);
     eventually(PATIENCE, "the prebuild built", || async {
         Ok(app.state.store.prebuilds().await?.iter().any(|p| p.done))

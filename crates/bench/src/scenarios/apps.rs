@@ -32,7 +32,7 @@ use crate::deploy::Deployment;
 use crate::procs::{Cluster, cpu_time};
 use crate::stats::Percentiles;
 
-/// coderd's signed app token cookie (`coderd::apps::token::TOKEN_COOKIE`, private to coderd):
+/// coderd's signed app token cookie (`coderd_relay::apps::token::TOKEN_COOKIE`, private to coderd):
 /// what a browser keeps between app requests so that coderd skips the database.
 const APP_TOKEN_COOKIE: &str = "coder_signed_app_token";
 /// The app's slug in the bench template.

@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use chrono::{DateTime, Utc};
-use coderd::provisioners::tags;
-use coderd::store::{Claimant, Completion, FinishOutcome, Store};
+use coderd_core::provisioners::tags;
+use coderd_store::{Claimant, Completion, FinishOutcome, Store};
 use codersdk::provisionerd::Timing;
 use uuid::Uuid;
 
@@ -96,9 +96,9 @@ pub async fn run(
         resources: Vec::new(),
         features: Default::default(),
         external_tokens: Vec::new(),
-        schedule: Box::new(coderd::store::BuildSchedule {
+        schedule: Box::new(coderd_store::BuildSchedule {
             now: chrono::Utc::now(),
-            quiet_hours: coderd::state::default_quiet_hours(),
+            quiet_hours: coderd_core::state::default_quiet_hours(),
         }),
     };
     let started = Instant::now();

@@ -61,13 +61,14 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<()> {
     cancel_on_signal(shutdown.clone())?;
     // The dashboard is served beside the API; its router is built once the core has started,
     // which is also when the address people should open is known.
-    let dashboard: coderd::FrontDoor = std::sync::Arc::new(|state: coderd::state::AppState| {
-        eprintln!(
-            "Open the dashboard at {} (the first visit creates the first user)",
-            state.options.access_url
-        );
-        dashboard::router(state)
-    });
+    let dashboard: coderd::FrontDoor =
+        std::sync::Arc::new(|state: coderd_core::state::AppState| {
+            eprintln!(
+                "Open the dashboard at {} (the first visit creates the first user)",
+                state.options.access_url
+            );
+            dashboard::router(state)
+        });
     coderd::run_with(config, vec![dashboard], shutdown).await?;
     tracing::info!("coderd stopped");
     Ok(())

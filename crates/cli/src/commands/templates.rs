@@ -194,7 +194,7 @@ impl EditArgs {
             self.autostart_requirement_weekdays
                 .map(|days| TemplateAutostartRequirement {
                     days_of_week: if days.iter().any(|d| d.eq_ignore_ascii_case("all")) {
-                        coderd::schedule::bitmap_to_days(coderd::schedule::ALL_DAYS)
+                        coderd_schedule::bitmap_to_days(coderd_schedule::ALL_DAYS)
                     } else {
                         days
                     },

@@ -120,7 +120,7 @@ async fn apps_serving_https_in_the_workspace_are_proxied() -> anyhow::Result<()>
     let app = TestApp::with_options(|o| {
         o.provisioner_daemons = 1;
         o.deployment.apps.wildcard =
-            Some(coderd::apps::Wildcard::parse(WILDCARD, "http").expect("wildcard"));
+            Some(coderd_core::app_urls::Wildcard::parse(WILDCARD, "http").expect("wildcard"));
     })
     .await?;
     let (owner, _) = app.owner().await?;
@@ -171,7 +171,7 @@ async fn the_templates_cors_behavior_decides_who_may_call_an_app() -> anyhow::Re
     let app = TestApp::with_options(|o| {
         o.provisioner_daemons = 1;
         o.deployment.apps.wildcard =
-            Some(coderd::apps::Wildcard::parse(WILDCARD, "http").expect("wildcard"));
+            Some(coderd_core::app_urls::Wildcard::parse(WILDCARD, "http").expect("wildcard"));
     })
     .await?;
     let (owner, _) = app.owner().await?;
@@ -253,7 +253,8 @@ async fn the_templates_cors_behavior_decides_who_may_call_an_app() -> anyhow::Re
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_app_key_handed_off_by_one_replica_opens_on_another() -> anyhow::Result<()> {
-    let wildcard = || Some(coderd::apps::Wildcard::parse(WILDCARD, "http").expect("wildcard"));
+    let wildcard =
+        || Some(coderd_core::app_urls::Wildcard::parse(WILDCARD, "http").expect("wildcard"));
     let a = TestApp::with_options(|o| o.deployment.apps.wildcard = wildcard()).await?;
     let b = a
         .replica(|o| o.deployment.apps.wildcard = wildcard())

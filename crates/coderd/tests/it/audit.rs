@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use coderd::authz::Subject;
-use coderd::domain::builds::{self, BuildReason, BuildRequest};
+use coderd_authz::Subject;
+use coderd_core::domain::builds::{self, BuildReason, BuildRequest};
 use codersdk::audit::{AuditLog, AuditLogResponse};
 use codersdk::provisionerd::Transition;
 use codersdk::provisioners::CreateProvisionerKeyRequest;

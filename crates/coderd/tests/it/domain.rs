@@ -3,11 +3,11 @@
 //! the API; and the build options only the domain layer's builder had to learn (reasons,
 //! orphaning).
 
-use coderd::authz::{Action, Subject};
-use coderd::domain::Error;
-use coderd::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
-use coderd::domain::logs::{JobLogTail, LogTail};
-use coderd::domain::{resolve, search, session, views};
+use coderd_authz::{Action, Subject};
+use coderd_core::domain::Error;
+use coderd_core::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
+use coderd_core::domain::logs::{JobLogTail, LogTail};
+use coderd_core::domain::{resolve, search, session, views};
 use codersdk::ClientError;
 use codersdk::proto::{Agent, AgentAuth, Resource};
 use codersdk::provisionerd::Transition;

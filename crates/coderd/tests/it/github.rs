@@ -4,7 +4,7 @@
 //! A cookie-keeping browser walks the redirects.
 
 use anyhow::{Context, bail};
-use coderd::sso::{GITHUB_CALLBACK_PATH, GithubSettings};
+use coderd_sso::{GITHUB_CALLBACK_PATH, GithubSettings};
 use codersdk::users::{LoginType, LoginWithPasswordRequest};
 use oauth_client::KeyRing;
 use reqwest::StatusCode;
@@ -176,7 +176,7 @@ async fn first_github_sign_in_creates_the_user_and_later_ones_reuse_it() -> anyh
 #[tokio::test]
 async fn outsiders_are_refused_with_a_reason_and_nothing_is_written() -> anyhow::Result<()> {
     let gh = start(&KeyRing::generate_key(), |s| {
-        s.allowed_teams = vec![coderd::sso::AllowedTeam {
+        s.allowed_teams = vec![coderd_sso::AllowedTeam {
             organization: "corp".into(),
             slug: "devs".into(),
         }];

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use coderd::clock::Clock;
-use coderd::domain::builds::BuildReason;
-use coderd::lifecycle::{self, TickReport};
+use coderd_core::domain::builds::BuildReason;
+use coderd_executors::lifecycle::{self, TickReport};
+use coderd_schedule::clock::Clock;
 use codersdk::Client;
 use codersdk::agentsdk::{AgentConnection, Request, Stats};
 use codersdk::proto::{Agent, AgentAuth, Resource, RichParameter};
@@ -291,7 +291,7 @@ async fn an_ssh_session_bumps_the_deadline_and_the_workspace_keeps_running() -> 
         UpdateTemplateMeta {
             activity_bump_ms: Some(30 * 86_400_000),
             autostop_requirement: Some(TemplateAutostopRequirement {
-                days_of_week: coderd::schedule::bitmap_to_days(coderd::schedule::ALL_DAYS),
+                days_of_week: coderd_schedule::bitmap_to_days(coderd_schedule::ALL_DAYS),
                 weeks: 1,
             }),
             ..Default::default()

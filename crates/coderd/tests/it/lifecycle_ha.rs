@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use coderd::clock::Clock;
-use coderd::domain::builds::BuildReason;
-use coderd::lifecycle::{self, Tick, TickReport, Ticks};
+use coderd_core::domain::builds::BuildReason;
+use coderd_executors::lifecycle::{self, Tick, TickReport, Ticks};
+use coderd_schedule::clock::Clock;
 use codersdk::templates::UpdateTemplateMeta;
 use codersdk::workspaces::CreateWorkspaceRequest;
 use futures::StreamExt;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use coderd::limits::{LoginLimitSettings, LoginQuota};
+use coderd_core::limits::{LoginLimitSettings, LoginQuota};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use testutil::{PASSWORD, TestApp};

@@ -1,6 +1,6 @@
 //! Every migration can be undone and redone on a real database.
 
-use coderd::postgres::MIGRATOR;
+use coderd_store::postgres::MIGRATOR;
 use testutil::TestDb;
 
 #[tokio::test]

@@ -2,8 +2,8 @@
 //! `testutil::idp`), a cookie-keeping browser walking the redirects.
 
 use anyhow::{Context, bail};
-use coderd::groups::sync::GroupSyncSettings;
-use coderd::sso::{CALLBACK_PATH, OidcSettings};
+use coderd_sso::groups::sync::GroupSyncSettings;
+use coderd_sso::{CALLBACK_PATH, OidcSettings};
 use codersdk::Client;
 use codersdk::groups::GroupSource;
 use codersdk::users::{LoginType, LoginWithPasswordRequest};
@@ -23,7 +23,7 @@ struct Sso {
 
 /// coderd with OIDC login against a fresh provider, adjusted by `adjust`, and its owner.
 async fn start(
-    adjust: impl FnOnce(&mut OidcSettings, &mut coderd::state::Options),
+    adjust: impl FnOnce(&mut OidcSettings, &mut coderd_core::state::Options),
 ) -> anyhow::Result<Sso> {
     let idp = TestIdp::start().await?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
-use coderd::clock::Clock;
+use coderd_schedule::clock::Clock;
 
-use coderd::store::PREBUILDS_USER_ID;
+use coderd_store::PREBUILDS_USER_ID;
 use codersdk::proto::{
     ExpirationPolicy, Prebuild, Preset, PresetParameter, Resource, RichParameter, Schedule,
     Scheduling,
@@ -76,7 +76,7 @@ async fn pool(app: &TestApp, template: Uuid) -> anyhow::Result<(usize, usize)> {
 /// The build stage the daemon is told for a job.
 async fn stage_of(app: &TestApp, job: Uuid) -> anyhow::Result<PrebuiltWorkspaceBuildStage> {
     let row = app.state.store.job_by_id(job).await?;
-    match coderd::provisioners::payload::build(&app.state, &row, None)
+    match coderd_core::provisioners::payload::build(&app.state, &row, None)
         .await?
         .kind
     {
@@ -100,7 +100,7 @@ async fn start_attempts(app: &TestApp, template: Uuid) -> anyhow::Result<i64> {
 async fn the_pool_is_kept_claimed_refilled_and_emptied() -> anyhow::Result<()> {
     let app = TestApp::with_options(|o| {
         o.provisioner_daemons = 2;
-        o.prebuilds = Some(coderd::prebuilds::Options {
+        o.prebuilds = Some(coderd_executors::prebuilds::Options {
             interval: Duration::from_millis(200),
             backoff: Duration::from_secs(60),
         });
@@ -258,7 +258,7 @@ async fn the_pool_is_kept_claimed_refilled_and_emptied() -> anyhow::Result<()> {
 async fn a_failing_prebuild_is_retried_with_backoff() -> anyhow::Result<()> {
     let app = TestApp::with_options(|o| {
         o.provisioner_daemons = 1;
-        o.prebuilds = Some(coderd::prebuilds::Options {
+        o.prebuilds = Some(coderd_executors::prebuilds::Options {
             interval: Duration::from_millis(100),
             backoff: Duration::from_secs(1),
         });
@@ -332,7 +332,7 @@ async fn the_pool_follows_its_schedule_and_expired_prebuilds_are_replaced() -> a
     let app = TestApp::with_options(|o| {
         o.provisioner_daemons = 2;
         o.deployment.clock = clock;
-        o.prebuilds = Some(coderd::prebuilds::Options {
+        o.prebuilds = Some(coderd_executors::prebuilds::Options {
             interval: Duration::from_millis(200),
             backoff: Duration::from_secs(60),
         });

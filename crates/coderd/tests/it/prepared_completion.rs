@@ -3,7 +3,7 @@
 //! changed in between, the completion transaction records it from the new facts.
 
 use chrono::{DateTime, Utc};
-use coderd::store::{BuildSchedule, Claimant, Completion, FinishOutcome, JobRow};
+use coderd_store::{BuildSchedule, Claimant, Completion, FinishOutcome, JobRow};
 use codersdk::Client;
 use codersdk::proto::Resource;
 use codersdk::templates::UpdateTemplateMeta;
@@ -96,7 +96,7 @@ fn bare_build(now: DateTime<Utc>, resources: Vec<Resource>) -> Completion {
         external_tokens: vec![],
         schedule: Box::new(BuildSchedule {
             now,
-            quiet_hours: coderd::state::default_quiet_hours(),
+            quiet_hours: coderd_core::state::default_quiet_hours(),
         }),
     }
 }

@@ -742,7 +742,7 @@ async fn a_stopping_idle_daemon_hands_back_the_job_on_its_way() -> anyhow::Resul
 /// daemon waiting.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_result_and_the_next_claim_commit_together() -> anyhow::Result<()> {
-    use coderd::store::{Claimant, Completion, FinishOutcome, ImportResult};
+    use coderd_store::{Claimant, Completion, FinishOutcome, ImportResult};
     let app = TestApp::new().await?;
     let (owner, _) = app.owner().await?;
     // A tag no running daemon has: only this test claims these jobs.

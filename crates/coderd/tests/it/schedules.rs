@@ -183,7 +183,7 @@ async fn extending_moves_the_deadline_within_the_rules() -> anyhow::Result<()> {
             template,
             &UpdateTemplateMeta {
                 autostop_requirement: Some(TemplateAutostopRequirement {
-                    days_of_week: coderd::schedule::bitmap_to_days(coderd::schedule::ALL_DAYS),
+                    days_of_week: coderd_schedule::bitmap_to_days(coderd_schedule::ALL_DAYS),
                     weeks: 1,
                 }),
                 ..Default::default()
@@ -386,7 +386,7 @@ async fn template_schedule_settings_are_validated_and_round_trip() -> anyhow::Re
             &UpdateTemplateMeta {
                 activity_bump_ms: Some(0),
                 autostart_requirement: Some(TemplateAutostartRequirement {
-                    days_of_week: coderd::schedule::bitmap_to_days(coderd::schedule::ALL_DAYS),
+                    days_of_week: coderd_schedule::bitmap_to_days(coderd_schedule::ALL_DAYS),
                 }),
                 require_active_version: Some(false),
                 ..Default::default()

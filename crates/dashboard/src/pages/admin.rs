@@ -5,10 +5,10 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, State};
-use coderd::authz::{Action, Object, Resource};
-use coderd::domain::views;
-use coderd::state::AppState;
-use coderd::store::TemplateRow;
+use coderd_authz::{Action, Object, Resource};
+use coderd_core::domain::views;
+use coderd_core::state::AppState;
+use coderd_store::TemplateRow;
 use codersdk::templates::TemplateVersion;
 
 use super::create::find_template;
@@ -65,7 +65,7 @@ pub struct WaitingView {
 }
 
 impl WaitingView {
-    fn of(w: coderd::domain::jobs::WaitingJob) -> Self {
+    fn of(w: coderd_core::domain::jobs::WaitingJob) -> Self {
         use codersdk::provisioners::ProvisionerJobType as T;
         let reason = if w.matched.count == 0 {
             "No provisioner matches its tags".to_owned()
@@ -109,8 +109,8 @@ pub async fn provisioners(
     Path(org): Path<String>,
 ) -> PageResult<ProvisionersPage> {
     use codersdk::provisioners::ProvisionerDaemonStatus as S;
-    let org = coderd::domain::resolve::organization(&state, viewer.subject(), &org).await?;
-    let daemons = coderd::domain::jobs::daemons(&state, viewer.subject(), org.id)
+    let org = coderd_core::domain::resolve::organization(&state, viewer.subject(), &org).await?;
+    let daemons = coderd_core::domain::jobs::daemons(&state, viewer.subject(), org.id)
         .await?
         .into_iter()
         .map(|d| DaemonView {
@@ -135,7 +135,7 @@ pub async fn provisioners(
         .collect();
     let jobs = Object::in_org(Resource::ProvisionerJob, org.id);
     let waiting = if viewer.subject().can(Action::Read, &jobs) {
-        let waiting = coderd::domain::jobs::waiting(&state, viewer.subject(), org.id).await?;
+        let waiting = coderd_core::domain::jobs::waiting(&state, viewer.subject(), org.id).await?;
         Some(waiting.into_iter().map(WaitingView::of).collect())
     } else {
         None

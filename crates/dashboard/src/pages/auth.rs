@@ -12,8 +12,8 @@ use axum::extract::{ConnectInfo, Form, Query, State};
 use axum::http::Extensions;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::domain::accounts::{self, PasswordLogin};
-use coderd::state::AppState;
+use coderd_core::domain::accounts::{self, PasswordLogin};
+use coderd_core::state::AppState;
 use codersdk::users::CreateFirstUserRequest;
 use serde::Deserialize;
 
@@ -54,7 +54,7 @@ fn after_login(redirect: &str) -> String {
 
 /// The pre-session token: the one the browser already holds, or a new one (set by the page).
 fn pre_session_token(headers: &HeaderMap) -> (String, bool) {
-    match coderd::cookies::value(headers, PRE_SESSION_COOKIE).filter(|t| t.len() == 64) {
+    match coderd_http::cookies::value(headers, PRE_SESSION_COOKIE).filter(|t| t.len() == 64) {
         Some(t) => (t.to_owned(), false),
         None => (security::random_token(), true),
     }
@@ -72,7 +72,7 @@ fn with_pre_session_cookie(mut response: Response, token: &str, fresh: bool) -> 
 
 fn check_pre_session(headers: &HeaderMap, submitted: &str) -> PageResult<()> {
     security::check_origin(&Method::POST, headers)?;
-    let expected = coderd::cookies::value(headers, PRE_SESSION_COOKIE).unwrap_or("");
+    let expected = coderd_http::cookies::value(headers, PRE_SESSION_COOKIE).unwrap_or("");
     if security::tokens_match(expected, submitted) {
         Ok(())
     } else {
@@ -89,16 +89,16 @@ async fn login_page_with(
     status: StatusCode,
 ) -> PageResult<Response> {
     let (csrf, fresh) = pre_session_token(headers);
-    let methods = coderd::sso::auth_methods(state);
+    let methods = coderd_sso::auth_methods(state);
     let target = after_login(redirect);
     let oidc_url = format!(
         "{}?{}",
-        coderd::sso::CALLBACK_PATH,
+        coderd_sso::CALLBACK_PATH,
         serde_urlencoded::to_string([("redirect", target.as_str())]).unwrap_or_default()
     );
     let github_url = format!(
         "{}?{}",
-        coderd::sso::GITHUB_CALLBACK_PATH,
+        coderd_sso::GITHUB_CALLBACK_PATH,
         serde_urlencoded::to_string([("redirect", target.as_str())]).unwrap_or_default()
     );
     let page = LoginPage {
@@ -135,7 +135,7 @@ pub async fn login_page(
     }
     // Already signed in: straight on.
     if let Some(token) = session::token(&headers)
-        && coderd::domain::session::authenticate(&state, token)
+        && coderd_core::domain::session::authenticate(&state, token)
             .await
             .is_ok()
     {
@@ -200,7 +200,7 @@ pub async fn login(
     .await
     {
         Ok(outcome) => outcome,
-        Err(coderd::domain::Error::Unauthorized { message, .. }) => {
+        Err(coderd_core::domain::Error::Unauthorized { message, .. }) => {
             return again(message, StatusCode::UNAUTHORIZED).await;
         }
         Err(e) => return Err(e.into()),
@@ -323,14 +323,14 @@ pub async fn setup(
         trial: false,
     };
     // The API's field rules, so both doors accept the same first users.
-    if let Err(refused) = coderd::validate::requests::first_user(&req) {
+    if let Err(refused) = coderd_http::requests::first_user(&req) {
         let errors = FieldErrors::from_validations(refused.body.validations);
         return Ok(setup_page_with(&headers, Some(&form), errors, StatusCode::BAD_REQUEST).await);
     }
     let email = req.email.clone();
     match accounts::create_first_user(&state, req).await {
         Ok(_) => {}
-        Err(coderd::domain::Error::Validation(v)) => {
+        Err(coderd_core::domain::Error::Validation(v)) => {
             let errors = FieldErrors::from_validations(v);
             return Ok(
                 setup_page_with(&headers, Some(&form), errors, StatusCode::BAD_REQUEST).await,

@@ -6,8 +6,8 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, Query, State};
-use coderd::domain::{resolve, views};
-use coderd::state::AppState;
+use coderd_core::domain::{resolve, views};
+use coderd_core::state::AppState;
 use codersdk::workspaces::WorkspaceBuild;
 use serde::Deserialize;
 

@@ -9,8 +9,8 @@ use askama_web::WebTemplate;
 use axum::Form;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use coderd::domain::keys;
-use coderd::state::AppState;
+use coderd_core::domain::keys;
+use coderd_core::state::AppState;
 use codersdk::users::LoginType;
 use serde::Deserialize;
 
@@ -61,7 +61,7 @@ pub async fn create(
         login_type,
         "",
         state.options.session_duration,
-        Some(coderd::audit::Entry::new(
+        Some(coderd_core::audit::Entry::new(
             Some(viewer.session.user.id),
             codersdk::audit::ResourceType::ApiKey,
             viewer.session.user.id,

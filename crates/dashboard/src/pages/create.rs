@@ -7,9 +7,9 @@ use askama_web::WebTemplate;
 use axum::extract::{Path, Query, RawForm, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::domain::{builds, parameters, resolve};
-use coderd::state::AppState;
-use coderd::store::TemplateRow;
+use coderd_core::domain::{builds, parameters, resolve};
+use coderd_core::state::AppState;
+use coderd_store::TemplateRow;
 use codersdk::proto::RichParameter;
 use codersdk::workspaces::{CreateWorkspaceRequest, WorkspaceBuildParameter};
 
@@ -63,7 +63,7 @@ pub(crate) async fn find_template(
     for org in orgs {
         match resolve::template_by_name(state, viewer.subject(), org, name).await {
             Ok(t) => return Ok(t),
-            Err(coderd::domain::Error::NotFound) => continue,
+            Err(coderd_core::domain::Error::NotFound) => continue,
             Err(e) => return Err(e.into()),
         }
     }
@@ -187,12 +187,12 @@ pub async fn submit(
     .await
     {
         Ok(ws) => Ok(Redirect::to(&format!("/@{}/{}", viewer.username(), ws.name)).into_response()),
-        Err(coderd::domain::Error::Validation(v)) => {
+        Err(coderd_core::domain::Error::Validation(v)) => {
             let errors = FieldErrors::from_validations(v);
             let page = render(&state, &viewer, template, &values, errors).await?;
             Ok((StatusCode::BAD_REQUEST, page).into_response())
         }
-        Err(coderd::domain::Error::Conflict { message, .. }) => {
+        Err(coderd_core::domain::Error::Conflict { message, .. }) => {
             let mut errors = FieldErrors::default();
             errors.push("name", message);
             let page = render(&state, &viewer, template, &values, errors).await?;

@@ -4,8 +4,8 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use coderd::domain::health::{self, Report, Severity};
-use coderd::state::AppState;
+use coderd_core::domain::health::{self, Report, Severity};
+use coderd_core::state::AppState;
 
 use crate::error::{PageError, PageResult};
 use crate::session::Viewer;
@@ -32,7 +32,7 @@ pub async fn show(State(state): State<AppState>, viewer: Viewer) -> PageResult<H
         .await
         .map_err(|e| match e {
             // Not an owner: the page is not theirs to know about.
-            coderd::domain::Error::Forbidden { .. } => PageError::NotFound,
+            coderd_core::domain::Error::Forbidden { .. } => PageError::NotFound,
             other => other.into(),
         })?;
     Ok(HealthPage {

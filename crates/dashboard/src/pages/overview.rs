@@ -5,9 +5,9 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use coderd::deployment_options::{DeploymentOption, ValueSource};
-use coderd::domain::deployment_config;
-use coderd::state::AppState;
+use coderd_core::deployment_options::{DeploymentOption, ValueSource};
+use coderd_core::domain::deployment_config;
+use coderd_core::state::AppState;
 
 use crate::error::{PageError, PageResult};
 use crate::session::Viewer;
@@ -32,7 +32,7 @@ pub fn source_label(source: &ValueSource) -> &'static str {
 
 pub async fn show(State(state): State<AppState>, viewer: Viewer) -> PageResult<OverviewPage> {
     let options = deployment_config::options(&state, viewer.subject()).map_err(|e| match e {
-        coderd::domain::Error::Forbidden { .. } => PageError::NotFound,
+        coderd_core::domain::Error::Forbidden { .. } => PageError::NotFound,
         other => other.into(),
     })?;
     Ok(OverviewPage {

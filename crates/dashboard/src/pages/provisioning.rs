@@ -11,10 +11,10 @@ use askama_web::WebTemplate;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::authz::{Action, Object, Resource, Subject};
-use coderd::domain::{provisioner_jobs, provisioner_keys, resolve};
-use coderd::state::AppState;
-use coderd::store::OrganizationRow;
+use coderd_authz::{Action, Object, Resource, Subject};
+use coderd_core::domain::{provisioner_jobs, provisioner_keys, resolve};
+use coderd_core::state::AppState;
+use coderd_store::OrganizationRow;
 use codersdk::provisioners::{ProvisionerJob, ProvisionerJobStatus, ProvisionerKey};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -271,11 +271,11 @@ pub async fn create_key(
                             .await?;
                     return Ok((StatusCode::CREATED, page).into_response());
                 }
-                Err(coderd::domain::Error::Validation(v)) => {
+                Err(coderd_core::domain::Error::Validation(v)) => {
                     errors = FieldErrors::from_validations(v);
                     StatusCode::BAD_REQUEST
                 }
-                Err(coderd::domain::Error::Conflict { message, .. }) => {
+                Err(coderd_core::domain::Error::Conflict { message, .. }) => {
                     errors.push("name", message);
                     StatusCode::CONFLICT
                 }

@@ -6,9 +6,9 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, State};
-use coderd::domain::{parameters, views};
-use coderd::state::AppState;
-use coderd::store::{ResourceRow, TemplateRow, TemplateVersionRow};
+use coderd_core::domain::{parameters, views};
+use coderd_core::state::AppState;
+use coderd_store::{ResourceRow, TemplateRow, TemplateVersionRow};
 use codersdk::proto::RichParameter;
 use codersdk::templates::TemplateVersion;
 

@@ -3,9 +3,9 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use coderd::authz::Resource;
-use coderd::domain::views;
-use coderd::state::AppState;
+use coderd_authz::Resource;
+use coderd_core::domain::views;
+use coderd_core::state::AppState;
 use codersdk::templates::Template as SdkTemplate;
 
 use crate::error::{PageError, PageResult};
@@ -25,7 +25,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer) -> PageResult<T
         .store
         .list_templates(&filter, None)
         .await
-        .map_err(|e| PageError::from(coderd::domain::Error::from(e)))?;
+        .map_err(|e| PageError::from(coderd_core::domain::Error::from(e)))?;
     Ok(TemplatesPage {
         chrome: Chrome::of(&viewer),
         templates: views::templates(&state, rows).await?,

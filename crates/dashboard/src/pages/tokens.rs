@@ -7,8 +7,8 @@ use askama_web::WebTemplate;
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::domain::tokens;
-use coderd::state::AppState;
+use coderd_core::domain::tokens;
+use coderd_core::state::AppState;
 use codersdk::apikeys::{ApiKey, CreateTokenRequest, NANOS_PER_SECOND};
 use serde::Deserialize;
 
@@ -111,7 +111,7 @@ pub async fn create(
         scope: String::new(),
         token_name: form.name.clone(),
     };
-    let refused = match coderd::validate::requests::create_token(&req) {
+    let refused = match coderd_http::requests::create_token(&req) {
         Err(refused) => FieldErrors::from_validations(refused.body.validations),
         Ok(()) => {
             let user = &viewer.session.user;
@@ -135,8 +135,8 @@ pub async fn create(
                     .await?;
                     return Ok((StatusCode::CREATED, page).into_response());
                 }
-                Err(coderd::domain::Error::Validation(v)) => FieldErrors::from_validations(v),
-                Err(coderd::domain::Error::Conflict { message, .. }) => {
+                Err(coderd_core::domain::Error::Validation(v)) => FieldErrors::from_validations(v),
+                Err(coderd_core::domain::Error::Conflict { message, .. }) => {
                     let mut errors = FieldErrors::default();
                     errors.push("token_name", message);
                     let page = page(&state, &viewer, String::new(), form.name, errors).await?;

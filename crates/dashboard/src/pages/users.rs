@@ -8,10 +8,10 @@ use askama_web::WebTemplate;
 use axum::extract::{Form, Path, Query, RawForm, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::authz::{Action, Object, Resource, SITE_ROLES};
-use coderd::domain::{resolve, users};
-use coderd::state::AppState;
-use coderd::store::{UserDeletion, UserQuery, UserRow};
+use coderd_authz::{Action, Object, Resource, SITE_ROLES};
+use coderd_core::domain::{resolve, users};
+use coderd_core::state::AppState;
+use coderd_store::{UserDeletion, UserQuery, UserRow};
 use codersdk::users::{CreateUserRequest, LoginType, UserStatus};
 use serde::Deserialize;
 
@@ -181,17 +181,17 @@ pub async fn create(
         roles: Vec::new(),
     };
     if let Err(refused) =
-        coderd::validate::requests::create_user(&req, login_type == LoginType::Password)
+        coderd_http::requests::create_user(&req, login_type == LoginType::Password)
     {
         let errors = FieldErrors::from_validations(refused.body.validations);
         return refuse(&state, &viewer, form, errors, StatusCode::BAD_REQUEST).await;
     }
     let (errors, status) = match users::create(&state, viewer.subject(), req).await {
         Ok(_) => return Ok(back()),
-        Err(coderd::domain::Error::Validation(v)) => {
+        Err(coderd_core::domain::Error::Validation(v)) => {
             (FieldErrors::from_validations(v), StatusCode::BAD_REQUEST)
         }
-        Err(coderd::domain::Error::Conflict { message, .. }) => {
+        Err(coderd_core::domain::Error::Conflict { message, .. }) => {
             let mut errors = FieldErrors::default();
             let field = if message.contains("email") {
                 "email"

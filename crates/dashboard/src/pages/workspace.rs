@@ -7,12 +7,12 @@ use askama_web::WebTemplate;
 use axum::extract::{Form, Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
-use coderd::authz::Action;
-use coderd::domain::builds::{self, BuildReason, BuildRequest};
-use coderd::domain::logs::{JobLogTail, LogTail};
-use coderd::domain::{resolve, views};
-use coderd::state::AppState;
-use coderd::store::WorkspaceRow;
+use coderd_authz::Action;
+use coderd_core::domain::builds::{self, BuildReason, BuildRequest};
+use coderd_core::domain::logs::{JobLogTail, LogTail};
+use coderd_core::domain::{resolve, views};
+use coderd_core::state::AppState;
+use coderd_store::WorkspaceRow;
 use codersdk::provisionerd::Transition;
 use codersdk::workspaces::Workspace;
 use serde::Deserialize;
@@ -52,7 +52,7 @@ pub struct WorkspacePage {
 }
 
 /// Formats a log line as the CLI does: stage, then output.
-pub fn line_text(row: &coderd::store::LogRow) -> String {
+pub fn line_text(row: &coderd_store::LogRow) -> String {
     if row.stage.is_empty() {
         row.output.clone()
     } else {

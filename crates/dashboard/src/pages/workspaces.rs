@@ -4,8 +4,8 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
-use coderd::domain::{search, views};
-use coderd::state::AppState;
+use coderd_core::domain::{search, views};
+use coderd_core::state::AppState;
 use codersdk::workspaces::Workspace;
 use serde::Deserialize;
 
@@ -74,11 +74,11 @@ pub async fn list(
                     .store
                     .workspaces_by_ids(&ids)
                     .await
-                    .map_err(|e| PageError::from(coderd::domain::Error::from(e)))?;
+                    .map_err(|e| PageError::from(coderd_core::domain::Error::from(e)))?;
                 (views::workspaces(&state, rows).await?, count, String::new())
             }
             // A query that does not parse is shown beside the search box, not as an error page.
-            Err(coderd::domain::Error::BadRequest { message, detail }) => {
+            Err(coderd_core::domain::Error::BadRequest { message, detail }) => {
                 (Vec::new(), 0, format!("{message} {detail}"))
             }
             Err(e) => return Err(e.into()),

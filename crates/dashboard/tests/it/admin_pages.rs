@@ -542,9 +542,9 @@ async fn health_is_for_owners_and_linked_for_them() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn overview_lists_options_with_sources_and_hides_secrets() -> anyhow::Result<()> {
-    use coderd::deployment_options::DeploymentOptions;
+    use coderd::deployment_options::parse;
     const SECRET: &str = "oidc-secret-that-must-not-show";
-    let options = DeploymentOptions::parse([
+    let options = parse([
         "--oidc-client-id",
         "coder-test-client",
         "--oidc-client-secret",
