@@ -44,7 +44,7 @@ impl Config {
             environment: std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect(),
-            version: concat!("v", env!("CARGO_PKG_VERSION")).to_string(),
+            version: codersdk::version::VERSION.to_string(),
             timings: Timings::default(),
         }
     }

@@ -63,13 +63,27 @@ impl ShellCommand {
 
 /// Signals the process group `child` leads. Best effort: the group may be gone already.
 pub(crate) fn signal_group(child: Option<u32>, signal: Signal) {
+    send(child, signal, nix::sys::signal::killpg, "process group");
+}
+
+/// Signals the process `child` alone, not its group. Best effort: it may be gone already.
+pub(crate) fn signal_process(child: Option<u32>, signal: Signal) {
+    send(child, signal, nix::sys::signal::kill, "process");
+}
+
+fn send(
+    child: Option<u32>,
+    signal: Signal,
+    deliver: fn(Pid, Signal) -> nix::Result<()>,
+    what: &str,
+) {
     let Some(pid) = child.and_then(|pid| i32::try_from(pid).ok()) else {
         return;
     };
-    if let Err(error) = nix::sys::signal::killpg(Pid::from_raw(pid), signal)
+    if let Err(error) = deliver(Pid::from_raw(pid), signal)
         && error != nix::errno::Errno::ESRCH
     {
-        tracing::debug!(pid, %signal, %error, "cannot signal a script's process group");
+        tracing::debug!(pid, %signal, %error, "cannot signal a {what}");
     }
 }
 

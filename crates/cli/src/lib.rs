@@ -5,7 +5,9 @@ mod archive;
 mod commands;
 mod config;
 mod errors;
+mod headers;
 mod jobs;
+mod netinfo;
 mod orgs;
 mod output;
 mod presets;
@@ -13,6 +15,7 @@ mod prompt;
 mod reach;
 mod schedule;
 mod sshclient;
+mod sshlog;
 mod timings;
 
 use std::path::PathBuf;
@@ -39,7 +42,7 @@ impl std::error::Error for Exit {}
 
 /// Coder: self-hosted cloud development environments.
 #[derive(Debug, Parser)]
-#[command(name = "coder", version = concat!("v", env!("CARGO_PKG_VERSION")))]
+#[command(name = "coder", version = codersdk::version::VERSION)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -87,6 +90,42 @@ pub struct GlobalArgs {
     /// Log debug output.
     #[arg(short, long, global = true, env = "CODER_VERBOSE")]
     pub verbose: bool,
+
+    /// An additional HTTP header for every request to the deployment (`key=value`, repeatable).
+    #[arg(long, global = true, env = "CODER_HEADER", value_delimiter = ',')]
+    pub header: Vec<String>,
+
+    /// A command whose output lines (`key=value`) are additional HTTP headers; it runs with
+    /// `CODER_URL` set.
+    #[arg(long, global = true, env = "CODER_HEADER_COMMAND")]
+    pub header_command: Option<String>,
+
+    /// Store the session in the operating system's keyring. There is none on Linux, the only
+    /// platform this CLI runs on: the session is always kept in the config directory.
+    #[arg(long, global = true, env = "CODER_USE_KEYRING", num_args = 0..=1,
+        default_missing_value = "true", require_equals = true, hide = true)]
+    pub use_keyring: Option<bool>,
+
+    /// Suppress the warning when the client and server versions differ.
+    #[arg(long, global = true, env = "CODER_NO_VERSION_WARNING")]
+    pub no_version_warning: bool,
+
+    /// Suppress warnings about unlicensed features (every feature is free here).
+    #[arg(long, global = true, env = "CODER_NO_FEATURE_WARNING")]
+    pub no_feature_warning: bool,
+
+    /// Force the use of a TTY.
+    #[arg(long, global = true, env = "CODER_FORCE_TTY")]
+    pub force_tty: bool,
+
+    /// Disable direct (P2P) connections to workspaces. Connections here always go through
+    /// coderd's relay, so this changes nothing.
+    #[arg(long, global = true, env = "CODER_DISABLE_DIRECT_CONNECTIONS")]
+    pub disable_direct_connections: bool,
+
+    /// Disable network telemetry. None is sent.
+    #[arg(long, global = true, env = "CODER_DISABLE_NETWORK_TELEMETRY")]
+    pub disable_network_telemetry: bool,
 }
 
 impl GlobalArgs {
@@ -112,7 +151,13 @@ impl GlobalArgs {
         };
         let token =
             token.context("You are not logged in. Try logging in using 'coder login <url>'.")?;
-        Ok(Client::new(url).with_token(token))
+        Ok(self.unauthenticated(url)?.with_token(token))
+    }
+
+    /// A client for `url` without a session, with the extra headers the flags ask for.
+    pub fn unauthenticated(&self, url: Url) -> anyhow::Result<Client> {
+        let headers = headers::resolve(&self.header, self.header_command.as_deref(), &url)?;
+        Ok(Client::new(url).with_headers(headers))
     }
 }
 
@@ -155,7 +200,7 @@ pub enum Command {
     Restart(commands::workspaces::BuildArgs),
     /// Delete a workspace.
     #[command(alias = "rm")]
-    Delete(commands::workspaces::BuildArgs),
+    Delete(commands::workspaces::DeleteArgs),
     /// Restart a workspace on its template's active version, asking for new parameters.
     Update(commands::workspaces::UpdateArgs),
     /// Schedule automated start and stop times for workspaces.
@@ -187,6 +232,13 @@ pub enum Command {
     PortForward(commands::port_forward::PortForwardArgs),
     /// Measure round trips to a workspace's agent, hop by hop.
     Ping(commands::ping::PingArgs),
+    /// Show coder version.
+    Version(commands::version::VersionArgs),
+    /// Fetch authenticated user info for Coder deployment.
+    Whoami(commands::whoami::WhoamiArgs),
+    /// The ProxyCommand of Coder's VS Code extension for CLIs older than 2.19.
+    #[command(hide = true)]
+    Vscodessh(commands::vscodessh::VscodesshArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,6 +281,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ConfigSsh(args) => commands::config_ssh::run(&cli.global, args).await,
         Command::PortForward(args) => commands::port_forward::run(&cli.global, args).await,
         Command::Ping(args) => commands::ping::run(&cli.global, args).await,
+        Command::Version(args) => commands::version::run(args),
+        Command::Whoami(args) => commands::whoami::run(&cli.global, args).await,
+        Command::Vscodessh(args) => commands::vscodessh::run(&cli.global, args).await,
     }
 }
 

@@ -59,6 +59,38 @@ impl Name {
     }
 }
 
+/// What `coder ssh` makes of a host name (OpenSSH's `%h` through a ProxyCommand): without
+/// `prefix` (or `.suffix`), then Coder's forms normalised to `owner/workspace.agent`:
+/// `owner--ws`, `owner--ws--agent`, `owner--ws.agent`, `ws.agent`, `owner/ws--agent`.
+/// Workspace and user names never hold `--` or `.`, so the forms cannot be confused.
+pub fn from_host(host: &str, prefix: Option<&str>, suffix: Option<&str>) -> String {
+    let host = match (
+        prefix.filter(|p| !p.is_empty()),
+        suffix.filter(|s| !s.is_empty()),
+    ) {
+        (Some(prefix), _) if host.starts_with(prefix) => &host[prefix.len()..],
+        (_, Some(suffix)) => host
+            .strip_suffix(suffix)
+            .and_then(|h| h.strip_suffix('.'))
+            .unwrap_or(host),
+        _ => host,
+    };
+    let parts: Vec<&str> = host
+        .split("--")
+        .flat_map(|p| p.split(['/', '.']))
+        .filter(|p| !p.is_empty())
+        .collect();
+    match parts.as_slice() {
+        [workspace] => (*workspace).to_string(),
+        [owner, workspace] if host.contains('/') || host.contains("--") => {
+            format!("{owner}/{workspace}")
+        }
+        [workspace, agent] => format!("{workspace}.{agent}"),
+        [owner, workspace, agent] => format!("{owner}/{workspace}.{agent}"),
+        _ => host.to_string(),
+    }
+}
+
 /// The agent to connect to, in its workspace.
 pub struct Reached {
     pub workspace: Workspace,
@@ -287,6 +319,40 @@ fn say(said: &mut String, line: &str) {
     if said != line {
         eprintln!("{line}");
         *said = line.to_string();
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::from_host;
+
+    #[test]
+    fn coder_host_forms_become_owner_workspace_agent() {
+        let prefix = Some("coder-vscode.coder.example.com--");
+        for (host, name) in [
+            ("coder-vscode.coder.example.com--alice--dev", "alice/dev"),
+            (
+                "coder-vscode.coder.example.com--alice--dev--main",
+                "alice/dev.main",
+            ),
+            (
+                "coder-vscode.coder.example.com--alice--dev.main",
+                "alice/dev.main",
+            ),
+            ("dev", "dev"),
+            ("dev.main", "dev.main"),
+            ("alice/dev", "alice/dev"),
+            ("alice/dev--main", "alice/dev.main"),
+            ("alice/dev.main", "alice/dev.main"),
+            ("a--b--c--d", "a--b--c--d"),
+        ] {
+            assert_eq!(from_host(host, prefix, None), name, "{host}");
+        }
+        assert_eq!(
+            from_host("alice--dev.coder", None, Some("coder")),
+            "alice/dev"
+        );
+        assert_eq!(from_host("dev.main.coder", None, Some("coder")), "dev.main");
     }
 }
 

@@ -16,7 +16,7 @@ use codersdk::workspaces::{
     WorkspaceAgent, WorkspaceAgentLog, WorkspaceAgentMetadata, WorkspaceAgentMetadataDescription,
     WorkspaceAgentMetadataResult,
 };
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use tower_http::CompressionLevel;
 use tower_http::compression::CompressionLayer;
 use uuid::Uuid;
@@ -37,6 +37,10 @@ pub fn routes() -> Router<AppState> {
         .route("/workspaceagents/{id}", get(get_agent))
         .route("/workspaceagents/{id}/logs", get(agent_logs))
         .route("/workspaceagents/{id}/watch-metadata", get(watch_metadata))
+        .route(
+            "/workspaceagents/{id}/watch-metadata-ws",
+            get(watch_metadata_ws),
+        )
 }
 
 /// The agent binary's route. Compressed for clients that accept zstd or gzip (curl
@@ -136,6 +140,15 @@ pub(super) async fn agent_logs(
     Ok(ws.on_upgrade(move |socket| follow(tail, log, socket)))
 }
 
+/// Go's zero time, which Coder reports for a value not collected yet.
+fn never_collected() -> chrono::DateTime<chrono::Utc> {
+    use chrono::TimeZone;
+    chrono::Utc
+        .with_ymd_and_hms(1, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
+}
+
 fn metadata(entries: Vec<MetadataEntry>) -> Vec<WorkspaceAgentMetadata> {
     let now = chrono::Utc::now();
     entries
@@ -143,7 +156,7 @@ fn metadata(entries: Vec<MetadataEntry>) -> Vec<WorkspaceAgentMetadata> {
         .map(|m| WorkspaceAgentMetadata {
             result: WorkspaceAgentMetadataResult {
                 age: m.collected_at.map_or(0, |c| (now - c).num_seconds().max(0)),
-                collected_at: m.collected_at,
+                collected_at: m.collected_at.unwrap_or_else(never_collected),
                 value: m.value,
                 error: m.error,
             },
@@ -178,13 +191,37 @@ pub(super) async fn watch_metadata(
     if params.snapshot.unwrap_or(false) {
         return Ok(Json(metadata(state.store.agent_metadata(id).await?)).into_response());
     }
-    Ok(Sse::new(metadata_events(state, id))
+    let events = metadata_changes(state, id).filter_map(|list| async move {
+        Event::default()
+            .event("data")
+            .json_data(list)
+            .ok()
+            .map(Ok::<_, Infallible>)
+    });
+    Ok(Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())
 }
 
+/// `GET /workspaceagents/{id}/watch-metadata-ws`: the same lists as `watch-metadata`, as
+/// WebSocket messages `{"type": "data", "data": [...]}` (what Coder's VS Code extension reads).
+pub(super) async fn watch_metadata_ws(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    ws: WebSocketUpgrade,
+) -> ApiResult<Response> {
+    resolve::agent(&state, &auth.subject, id, Action::Read).await?;
+    let changes = metadata_changes(state, id);
+    Ok(coderd_http::websocket::long_lived(ws)
+        .on_upgrade(move |socket| crate::workspace_watch::send_as_messages(socket, changes)))
+}
+
 /// The full metadata list now, and again each time values change.
-fn metadata_events(state: AppState, agent: Uuid) -> impl Stream<Item = Result<Event, Infallible>> {
+fn metadata_changes(
+    state: AppState,
+    agent: Uuid,
+) -> impl Stream<Item = Vec<WorkspaceAgentMetadata>> + Send {
     let events = state
         .pubsub
         .subscribe(channels::AGENT_METADATA, Some(agent.to_string()));
@@ -198,11 +235,7 @@ fn metadata_events(state: AppState, agent: Uuid) -> impl Stream<Item = Result<Ev
                 }
             }
             let entries = state.store.agent_metadata(agent).await.ok()?;
-            let event = Event::default()
-                .event("data")
-                .json_data(metadata(entries))
-                .ok()?;
-            Some((Ok(event), (state, events, false)))
+            Some((metadata(entries), (state, events, false)))
         },
     )
 }

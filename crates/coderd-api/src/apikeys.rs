@@ -3,9 +3,10 @@
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use codersdk::Response;
 use codersdk::apikeys::{ApiKey, CreateTokenRequest, GenerateApiKeyResponse};
+use codersdk::users::LoginType;
 
 use super::AppState;
 use coderd_core::domain::tokens;
@@ -18,6 +19,7 @@ pub fn routes() -> Router<AppState> {
             "/users/{user}/keys/tokens",
             get(list_tokens).post(create_token),
         )
+        .route("/users/{user}/keys", post(create_session_key))
         .route("/users/{user}/keys/tokens/{name}", get(token_by_name))
         .route("/users/{user}/keys/{id}", get(key_by_id).delete(delete_key))
 }
@@ -34,6 +36,20 @@ pub(super) async fn create_token(
     let user = resolve_user(&state, &auth, &user).await?;
     coderd_http::requests::create_token(&req)?;
     let key = tokens::create(&state, &auth.subject, &user, &req.token_name, req.lifetime).await?;
+    Ok((StatusCode::CREATED, Json(GenerateApiKeyResponse { key })))
+}
+
+#[utoipa::path(post, path = "/api/v2/users/{user}/keys", tag = "Users",
+    params(("user" = String, Path)),
+    responses((status = 201, body = GenerateApiKeyResponse)))]
+pub(super) async fn create_session_key(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<(StatusCode, Json<GenerateApiKeyResponse>)> {
+    let user = resolve_user(&state, &auth, &user).await?;
+    let login_type = auth.key.login_type.parse().unwrap_or(LoginType::Password);
+    let key = tokens::create_session(&state, &auth.subject, &user, login_type).await?;
     Ok((StatusCode::CREATED, Json(GenerateApiKeyResponse { key })))
 }
 

@@ -6,6 +6,7 @@
 
 mod agents;
 mod apikeys;
+mod appearance;
 mod audit;
 mod convert;
 mod devcontainers;
@@ -21,6 +22,8 @@ mod same_origin;
 mod secrets;
 mod templates;
 mod users;
+mod workspace_usage;
+mod workspace_watch;
 mod workspaces;
 
 use std::sync::Arc;
@@ -71,6 +74,9 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
         .merge(files::routes(state.options.max_file_bytes))
         .merge(templates::routes())
         .merge(workspaces::routes())
+        .merge(workspace_watch::routes())
+        .merge(workspace_usage::routes())
+        .merge(appearance::routes())
         .merge(provisioners::routes())
         .merge(agents::routes())
         .merge(coderd_relay::routes())

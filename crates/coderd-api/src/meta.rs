@@ -35,7 +35,7 @@ pub fn root_routes() -> Router<AppState> {
 }
 
 pub fn version() -> String {
-    format!("v{}", env!("CARGO_PKG_VERSION"))
+    codersdk::version::VERSION.to_string()
 }
 
 async fn api_root() -> Json<Body> {

@@ -77,6 +77,12 @@ impl Usage {
         }
     }
 
+    /// Records a use of `workspace` now, without a stream (a client's usage report): it counts
+    /// as used at the next flush.
+    pub fn touch(&self, workspace: Uuid) {
+        self.lock().entry(workspace).or_default().touched = true;
+    }
+
     /// Records a stream of `kind` into `workspace` until the returned guard is dropped.
     pub fn begin(&self, workspace: Uuid, kind: &'static str) -> Active {
         {

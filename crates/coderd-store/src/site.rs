@@ -42,4 +42,32 @@ impl Store {
         })
         .await
     }
+
+    /// A deployment-wide setting, when one was saved.
+    pub async fn site_config(&self, key: &str) -> Result<Option<String>> {
+        timed("site_config", async {
+            Ok(
+                sqlx::query_scalar!("SELECT value FROM site_configs WHERE key = $1", key)
+                    .fetch_optional(&self.pool)
+                    .await?,
+            )
+        })
+        .await
+    }
+
+    /// Saves a deployment-wide setting, replacing what was there.
+    pub async fn set_site_config(&self, key: &str, value: &str) -> Result<()> {
+        timed("set_site_config", async {
+            sqlx::query!(
+                "INSERT INTO site_configs (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                key,
+                value
+            )
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
 }

@@ -51,6 +51,18 @@ impl crate::Client {
             .await
     }
 
+    /// A new session key for `user` (`POST /users/{user}/keys`), with the deployment's session
+    /// lifetime; returns the key.
+    pub async fn create_session_key(&self, user: &str) -> Result<String, crate::ClientError> {
+        let created: GenerateApiKeyResponse = self
+            .post(
+                &format!("/api/v2/users/{user}/keys"),
+                &serde_json::json!({}),
+            )
+            .await?;
+        Ok(created.key)
+    }
+
     pub async fn tokens(&self, user: &str) -> Result<Vec<ApiKey>, crate::ClientError> {
         self.get(&format!("/api/v2/users/{user}/keys/tokens")).await
     }

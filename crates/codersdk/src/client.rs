@@ -16,6 +16,9 @@ pub const SESSION_TOKEN_COOKIE: &str = "coder_session_token";
 pub struct Client {
     url: Url,
     token: Option<String>,
+    /// Sent with every request, WebSocket upgrades included: what `--header` and
+    /// `--header-command` ask for (a proxy in front of the deployment may want its own).
+    headers: reqwest::header::HeaderMap,
     http: reqwest::Client,
 }
 
@@ -37,8 +40,19 @@ impl Client {
         Self {
             url,
             token: None,
+            headers: reqwest::header::HeaderMap::new(),
             http,
         }
+    }
+
+    /// Adds `headers` to every request from now on.
+    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
+        self.headers.extend(headers);
+        self
+    }
+
+    pub fn headers(&self) -> &reqwest::header::HeaderMap {
+        &self.headers
     }
 
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
@@ -71,7 +85,10 @@ impl Client {
         method: Method,
         path: &str,
     ) -> Result<reqwest::RequestBuilder, ClientError> {
-        let mut req = self.http.request(method, self.endpoint(path)?);
+        let mut req = self
+            .http
+            .request(method, self.endpoint(path)?)
+            .headers(self.headers.clone());
         if let Some(token) = &self.token {
             req = req.header(SESSION_TOKEN_HEADER, token);
         }

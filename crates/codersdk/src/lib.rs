@@ -2,6 +2,7 @@
 
 pub mod agentsdk;
 pub mod apikeys;
+pub mod appearance;
 pub mod audit;
 pub mod buildinfo;
 pub mod client;
@@ -21,6 +22,7 @@ pub mod tasks;
 pub mod templates;
 pub mod users;
 pub mod usersecrets;
+pub mod version;
 pub mod workspaces;
 
 pub use client::Client;

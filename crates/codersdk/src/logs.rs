@@ -42,7 +42,7 @@ impl Client {
         url.query_pairs_mut()
             .append_pair("follow", "true")
             .append_pair("after", &after.to_string());
-        let request = websocket_request(url, self.token())?;
+        let request = websocket_request(url, self.token(), self.headers())?;
         let (socket, _) = tokio_tungstenite::connect_async(request)
             .await
             .map_err(websocket_error)?;
@@ -64,6 +64,7 @@ impl Client {
 pub(crate) fn websocket_request(
     mut url: url::Url,
     token: Option<&str>,
+    extra: &reqwest::header::HeaderMap,
 ) -> Result<tungstenite::handshake::client::Request, ClientError> {
     let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
     url.set_scheme(scheme)
@@ -79,6 +80,9 @@ pub(crate) fn websocket_request(
         request
             .headers_mut()
             .insert(crate::client::SESSION_TOKEN_HEADER, value);
+    }
+    for (name, value) in extra {
+        request.headers_mut().append(name, value.clone());
     }
     Ok(request)
 }

@@ -55,7 +55,11 @@ impl Client {
     /// Opens a WebSocket to `path_and_query` with the session token in a header (never in the
     /// URL, so it stays out of logs) and Nagle off: interactive traffic is small writes.
     async fn websocket(&self, path_and_query: &str) -> Result<Socket, ClientError> {
-        let request = crate::logs::websocket_request(self.endpoint(path_and_query)?, self.token())?;
+        let request = crate::logs::websocket_request(
+            self.endpoint(path_and_query)?,
+            self.token(),
+            self.headers(),
+        )?;
         let (socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
             .await
             .map_err(crate::logs::websocket_error)?;

@@ -594,7 +594,9 @@ pub struct WorkspaceAgentLog {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct WorkspaceAgentMetadataResult {
-    pub collected_at: Option<DateTime<Utc>>,
+    /// Go's zero time (`0001-01-01T00:00:00Z`) until the agent has collected a value: Coder's
+    /// clients parse this field as a timestamp and fail on `null`.
+    pub collected_at: DateTime<Utc>,
     pub age: i64,
     pub value: String,
     pub error: String,
@@ -688,4 +690,22 @@ pub struct WorkspaceAgentListContainersResponse {
     #[schema(value_type = Vec<Object>)]
     pub containers: Vec<serde_json::Value>,
     pub warnings: Vec<String>,
+}
+
+impl crate::Client {
+    /// Reports that `app` uses `workspace` through `agent` (`POST /workspaces/{id}/usage`).
+    pub async fn report_workspace_usage(
+        &self,
+        workspace: Uuid,
+        agent: Uuid,
+        app: &str,
+    ) -> Result<(), crate::ClientError> {
+        let request = self
+            .request(
+                reqwest::Method::POST,
+                &format!("/api/v2/workspaces/{workspace}/usage"),
+            )?
+            .json(&serde_json::json!({"agent_id": agent, "app_name": app}));
+        self.send_empty(request).await
+    }
 }

@@ -63,7 +63,7 @@ impl DaemonConfig {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             cancel_timeout: DEFAULT_CANCEL_TIMEOUT,
             archive_limits: ArchiveLimits::default(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: codersdk::version::VERSION.to_string(),
         }
     }
 

@@ -41,7 +41,8 @@ pub(super) struct Running {
     pub(super) exit: BoxFuture<'static, io::Result<ExitStatus>>,
     /// The process group (the command leads it), for signals.
     pub(super) group: Option<u32>,
-    /// Kills what is left of the group when the session ends.
+    /// Kills what is left of the group if the session is dropped midway (the agent shutting
+    /// down); disarmed when the session ends in order.
     pub(super) guard: GroupGuard,
 }
 

@@ -2,6 +2,11 @@
 //! what it runs (shell, exec, the sftp subsystem) to its end: exit-status or exit-signal, end of
 //! file, close. The client's data, end of file, window changes and signals reach the command
 //! while it runs; when the client goes away first, the command's process group is hung up.
+//!
+//! As with sshd, what the command leaves running in the background outlives the session: IDE
+//! installers start their servers with `nohup … &` over SSH and expect them to stay. Only a
+//! client that leaves while the command still runs ends it (a hang-up to its group, then a
+//! kill to the command alone).
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -159,7 +164,7 @@ async fn pump(
         errors,
         mut exit,
         group,
-        guard: _guard,
+        mut guard,
     } = running;
     let (exited_tx, exited) = watch::channel(false);
     let outputs = async {
@@ -224,7 +229,11 @@ async fn pump(
     let done = async { tokio::join!(finished, outputs).0 };
     tokio::select! {
         status = done => match status {
-            Ok(status) => Some(status),
+            Ok(status) => {
+                // The command is done; its background children are not ours to end.
+                guard.disarm();
+                Some(status)
+            }
             Err(error) => {
                 tracing::warn!(%error, "cannot wait for an SSH session's command");
                 None
@@ -233,9 +242,13 @@ async fn pump(
         () = feeder => None,
         () = client => {
             // The client is gone: hang the command up as a closed terminal would, and give it
-            // a moment to save its state before the guard kills what is left.
+            // a moment to save its state before the command itself is killed. What ignores
+            // the hang-up (`nohup`) stays, as under sshd.
             crate::process::signal_group(group, Signal::SIGHUP);
-            let _ = tokio::time::timeout(HANGUP_GRACE, &mut exit).await;
+            if tokio::time::timeout(HANGUP_GRACE, &mut exit).await.is_err() {
+                crate::process::signal_process(group, Signal::SIGKILL);
+            }
+            guard.disarm();
             None
         }
     }

@@ -10,9 +10,18 @@ use url::Url;
 use crate::{GlobalArgs, prompt};
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LoginArgs {
+    #[command(subcommand)]
+    pub command: Option<LoginCommand>,
+
     /// URL of the deployment; defaults to --url / CODER_URL or the saved one.
     pub url: Option<Url>,
+
+    /// Keep the token given with --token / CODER_SESSION_TOKEN as the session, instead of
+    /// creating a new session with it.
+    #[arg(long)]
+    pub use_token_as_session: bool,
 
     /// Email of the first user, when setting up a new deployment.
     #[arg(long, env = "CODER_FIRST_USER_EMAIL")]
@@ -42,6 +51,12 @@ pub struct LoginArgs {
     pub no_open: bool,
 }
 
+#[derive(Debug, clap::Subcommand)]
+pub enum LoginCommand {
+    /// Print the current session token.
+    Token,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct LogoutArgs {
     /// Do not ask for confirmation.
@@ -57,6 +72,14 @@ fn normalise(mut url: Url) -> Url {
 
 pub async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Result<()> {
     let config = global.config_dir()?;
+    if let Some(LoginCommand::Token) = args.command {
+        let token = config.session()?.context(
+            "no session token found: you are not logged in. Try logging in using \
+             'coder login <url>'.",
+        )?;
+        println!("{token}");
+        return Ok(());
+    }
     let url = args
         .url
         .clone()
@@ -64,7 +87,7 @@ pub async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Result<()> {
         .or(config.url()?)
         .context("no deployment URL: run 'coder login <url>'")?;
     let url = normalise(url);
-    let client = Client::new(url.clone());
+    let client = global.unauthenticated(url.clone())?;
     client
         .build_info()
         .await
@@ -73,7 +96,17 @@ pub async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Result<()> {
     let token = if !client.has_first_user().await? {
         create_first_user(&client, &args).await?
     } else if let Some(token) = &global.token {
-        token.clone()
+        if args.use_token_as_session {
+            token.clone()
+        } else {
+            // As Coder's CLI: the given token only vouches for a session of the CLI's own.
+            client
+                .clone()
+                .with_token(token.clone())
+                .create_session_key("me")
+                .await
+                .context("creating a session with the given token")?
+        }
     } else if args.email.is_none() && args.password.is_none() && wants_browser(&client).await? {
         browser_login(&client, &url, args.no_open).await?
     } else {

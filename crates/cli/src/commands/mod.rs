@@ -17,4 +17,7 @@ pub mod task;
 pub mod templates;
 pub mod tokens;
 pub mod users;
+pub mod version;
+pub mod vscodessh;
+pub mod whoami;
 pub mod workspaces;

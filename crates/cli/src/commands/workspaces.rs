@@ -49,6 +49,40 @@ pub struct BuildArgs {
     /// After starting, wait for the workspace's agents to be ready, streaming their startup logs.
     #[arg(long)]
     pub wait: bool,
+    /// Why the build happens, recorded with it (Coder's IDE plugins say which IDE asked).
+    #[arg(long, value_enum, default_value_t = Reason::Cli, hide = true)]
+    pub reason: Reason,
+}
+
+/// The reasons a client may give for a build, as coderd records them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum Reason {
+    Cli,
+    SshConnection,
+    VscodeConnection,
+    JetbrainsConnection,
+}
+
+impl Reason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Cli => "cli",
+            Self::SshConnection => "ssh_connection",
+            Self::VscodeConnection => "vscode_connection",
+            Self::JetbrainsConnection => "jetbrains_connection",
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Delete the workspace without deleting its resources: for a workspace whose resources
+    /// are gone already or cannot be destroyed (its template broken). Owners only.
+    #[arg(long)]
+    pub orphan: bool,
 }
 
 /// The columns `coder list` can show (Coder's names).
@@ -274,6 +308,7 @@ async fn transition(
     client: &Client,
     args: &BuildArgs,
     transition: &str,
+    orphan: bool,
 ) -> anyhow::Result<uuid::Uuid> {
     let workspace = find(client, &args.workspace).await?;
     // A workspace that updates automatically starts on the template's active version, as
@@ -290,6 +325,8 @@ async fn transition(
                     .into_iter()
                     .map(|(name, value)| WorkspaceBuildParameter { name, value })
                     .collect(),
+                reason: args.reason.as_str().into(),
+                orphan,
                 ..Default::default()
             },
         )
@@ -309,7 +346,7 @@ pub async fn start(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> {
         println!("The {} workspace is already running.", args.workspace);
         return Ok(());
     }
-    let build = transition(&client, &args, "start").await?;
+    let build = transition(&client, &args, "start", false).await?;
     println!("The {} workspace has been started.", args.workspace);
     if args.wait {
         crate::agents::wait_ready(&client, build).await?;
@@ -322,7 +359,7 @@ pub async fn stop(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> {
     if !args.yes && !prompt::confirm(&format!("Stop workspace {}?", args.workspace))? {
         bail!("aborted");
     }
-    transition(&client, &args, "stop").await?;
+    transition(&client, &args, "stop", false).await?;
     println!("The {} workspace has been stopped.", args.workspace);
     Ok(())
 }
@@ -332,8 +369,8 @@ pub async fn restart(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()>
     if !args.yes && !prompt::confirm(&format!("Restart workspace {}?", args.workspace))? {
         bail!("aborted");
     }
-    transition(&client, &args, "stop").await?;
-    let build = transition(&client, &args, "start").await?;
+    transition(&client, &args, "stop", false).await?;
+    let build = transition(&client, &args, "start", false).await?;
     println!("The {} workspace has been restarted.", args.workspace);
     if args.wait {
         crate::agents::wait_ready(&client, build).await?;
@@ -341,7 +378,11 @@ pub async fn restart(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()>
     Ok(())
 }
 
-pub async fn delete(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> {
+pub async fn delete(global: &GlobalArgs, args: DeleteArgs) -> anyhow::Result<()> {
+    let DeleteArgs {
+        build: args,
+        orphan,
+    } = args;
     let client = global.client()?;
     if !args.yes
         && !prompt::confirm(&format!(
@@ -351,7 +392,7 @@ pub async fn delete(global: &GlobalArgs, args: BuildArgs) -> anyhow::Result<()> 
     {
         bail!("aborted");
     }
-    transition(&client, &args, "delete").await?;
+    transition(&client, &args, "delete", orphan).await?;
     println!("The {} workspace has been deleted.", args.workspace);
     Ok(())
 }

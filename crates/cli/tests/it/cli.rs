@@ -9,7 +9,7 @@ use crate::harness::Coder;
 fn version_is_printed() -> anyhow::Result<()> {
     let out = Coder::new()?.ok(&["--version"])?;
     assert!(
-        out.starts_with(&format!("coder v{}", env!("CARGO_PKG_VERSION"))),
+        out.starts_with(&format!("coder {}", codersdk::version::VERSION)),
         "{out}"
     );
     Ok(())

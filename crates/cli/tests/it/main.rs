@@ -11,6 +11,7 @@ mod external_workspaces;
 mod fuzz;
 mod groups;
 mod harness;
+mod ide;
 mod prebuilds;
 mod provisioning;
 mod relay;

@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::{
-    agents, apikeys, files, meta, organizations, provisioners, templates, users, workspaces,
+    agents, apikeys, appearance, files, meta, organizations, provisioners, templates, users,
+    workspace_usage, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -22,6 +23,9 @@ use crate::{
     ),
     paths(
         meta::build_info,
+        appearance::get_appearance,
+        appearance::update_appearance,
+        workspace_usage::report_usage,
         users::first_user_exists,
         users::create_first_user,
         users::login,
@@ -37,6 +41,7 @@ use crate::{
         users::update_user_roles,
         users::update_password,
         apikeys::create_token,
+        apikeys::create_session_key,
         apikeys::list_tokens,
         apikeys::token_by_name,
         apikeys::key_by_id,

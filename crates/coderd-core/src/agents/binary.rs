@@ -1,6 +1,9 @@
-//! The agent binary coderd hands out at `/bin/coder-<os>-<arch>`: its own executable, identified
-//! by the SHA-256 of its bytes so a workspace that already holds the same binary skips the
-//! download (the bootstrap script sends the hash of its cached copy as `If-None-Match`).
+//! The binary coderd hands out at `/bin/coder-<os>-<arch>`: its own executable, to agents and
+//! to Coder's IDE clients, identified by the hash of its bytes so a client that already holds
+//! the same binary skips the download. The entity tag is the SHA-1 in quotes, as Coder's: its
+//! VS Code extension and JetBrains plugin send `If-None-Match: "<sha1 of their copy>"`. The
+//! bootstrap scripts of workspaces send the SHA-256 of theirs (`sha256sum` is everywhere, and
+//! builds made before this server still carry such scripts), so that matches too.
 //!
 //! A release ships `coder.zst` next to `coder`: the same bytes compressed once, at build time, at
 //! a level far too slow to run per download (zstd 19 with a 128 MiB window makes a 66 MB binary
@@ -13,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use sha1::Sha1;
 use sha2::{Digest as _, Sha256};
 
 /// This process's executable as served to agents.
@@ -20,24 +24,30 @@ use sha2::{Digest as _, Sha256};
 pub struct OwnBinary {
     pub path: PathBuf,
     pub len: u64,
-    /// Lower-case hex SHA-256 of the file's bytes.
+    pub hashes: Hashes,
+}
+
+/// Lower-case hex digests of a file's bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashes {
+    pub sha1: String,
     pub sha256: String,
 }
 
 impl OwnBinary {
-    /// The binary's entity tag. Weak, because the same tag names the identity and every
-    /// compressed representation; the bootstrap script compares by hash, which weak matching
-    /// allows.
+    /// The binary's entity tag: its SHA-1, strong, whatever the encoding it travels in (as
+    /// Coder's server does; its clients compare the tag with the SHA-1 of the file they hold).
     pub fn etag(&self) -> String {
-        format!("W/\"{}\"", self.sha256)
+        format!("\"{}\"", self.hashes.sha1)
     }
 
-    /// Whether an `If-None-Match` header value names this binary (weak comparison, `*`
-    /// included).
+    /// Whether an `If-None-Match` header value names this binary: its SHA-1 or SHA-256, weak
+    /// or strong, in a list, or `*`.
     pub fn matches(&self, if_none_match: &str) -> bool {
         if_none_match.split(',').any(|tag| {
             let tag = tag.trim();
-            tag == "*" || tag.trim_start_matches("W/").trim_matches('"') == self.sha256
+            let hash = tag.trim_start_matches("W/").trim_matches('"');
+            tag == "*" || hash == self.hashes.sha1 || hash == self.hashes.sha256
         })
     }
 }
@@ -45,7 +55,7 @@ impl OwnBinary {
 /// The last hash computed, with the file's size and modification time it was computed for: an
 /// executable replaced in place (an upgrade without a restart) is hashed again, a running one
 /// only once.
-static HASHED: Mutex<Option<(u64, Option<SystemTime>, String)>> = Mutex::new(None);
+static HASHED: Mutex<Option<(u64, Option<SystemTime>, Hashes)>> = Mutex::new(None);
 
 /// This process's executable, hashed (once per version of the file on disk).
 pub async fn own() -> std::io::Result<OwnBinary> {
@@ -57,20 +67,20 @@ pub async fn own() -> std::io::Result<OwnBinary> {
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .filter(|(l, m, _)| *l == len && *m == modified)
-        .map(|(_, _, digest)| digest.clone());
-    let sha256 = match cached {
-        Some(digest) => digest,
+        .map(|(_, _, hashes)| hashes.clone());
+    let hashes = match cached {
+        Some(hashes) => hashes,
         None => {
             let file = path.clone();
-            let digest = tokio::task::spawn_blocking(move || hash_file(&file))
+            let hashes = tokio::task::spawn_blocking(move || hash_file(&file))
                 .await
                 .map_err(std::io::Error::other)??;
             *HASHED.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((len, modified, digest.clone()));
-            digest
+                Some((len, modified, hashes.clone()));
+            hashes
         }
     };
-    Ok(OwnBinary { path, len, sha256 })
+    Ok(OwnBinary { path, len, hashes })
 }
 
 /// The executable, zstd-compressed ahead of time: a file to send with `Content-Encoding: zstd`.
@@ -101,7 +111,7 @@ pub async fn precompressed(binary: &OwnBinary) -> Option<Precompressed> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
-        .filter(|(l, m, sha, _)| *l == len && *m == modified && *sha == binary.sha256)
+        .filter(|(l, m, sha, _)| *l == len && *m == modified && *sha == binary.hashes.sha256)
         .map(|verdict| verdict.3);
     let valid = match known {
         Some(valid) => valid,
@@ -125,7 +135,7 @@ pub async fn precompressed(binary: &OwnBinary) -> Option<Precompressed> {
                 Err(_) => false,
             };
             *CHECKED.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((len, modified, binary.sha256.clone(), valid));
+                Some((len, modified, binary.hashes.sha256.clone(), valid));
             valid
         }
     };
@@ -136,17 +146,17 @@ pub async fn precompressed(binary: &OwnBinary) -> Option<Precompressed> {
 fn decompresses_to(path: &std::path::Path, binary: &OwnBinary) -> std::io::Result<bool> {
     let mut decoder = zstd::stream::read::Decoder::new(std::fs::File::open(path)?)?;
     decoder.window_log_max(MAX_WINDOW_LOG)?;
-    let (len, sha256) = hash_reader(decoder)?;
-    Ok(len == binary.len && sha256 == binary.sha256)
+    let (len, hashes) = hash_reader(decoder)?;
+    Ok(len == binary.len && hashes == binary.hashes)
 }
 
-fn hash_file(path: &std::path::Path) -> std::io::Result<String> {
+fn hash_file(path: &std::path::Path) -> std::io::Result<Hashes> {
     Ok(hash_reader(std::fs::File::open(path)?)?.1)
 }
 
-/// The byte count and lower-case hex SHA-256 of everything `reader` yields.
-fn hash_reader(mut reader: impl Read) -> std::io::Result<(u64, String)> {
-    let mut hasher = Sha256::new();
+/// The byte count and digests of everything `reader` yields.
+fn hash_reader(mut reader: impl Read) -> std::io::Result<(u64, Hashes)> {
+    let (mut sha1, mut sha256) = (Sha1::new(), Sha256::new());
     let mut total = 0u64;
     let mut buffer = vec![0; 1 << 20];
     loop {
@@ -154,10 +164,15 @@ fn hash_reader(mut reader: impl Read) -> std::io::Result<(u64, String)> {
         if read == 0 {
             break;
         }
-        hasher.update(&buffer[..read]);
+        sha1.update(&buffer[..read]);
+        sha256.update(&buffer[..read]);
         total += read as u64;
     }
-    Ok((total, hex::encode(hasher.finalize())))
+    let hashes = Hashes {
+        sha1: hex::encode(sha1.finalize()),
+        sha256: hex::encode(sha256.finalize()),
+    };
+    Ok((total, hashes))
 }
 
 #[cfg(test)]
@@ -168,18 +183,27 @@ mod tests {
         OwnBinary {
             path: PathBuf::from("/opt/coder"),
             len: 1,
-            sha256: "ab12".into(),
+            hashes: Hashes {
+                sha1: "cd34".into(),
+                sha256: "ab12".into(),
+            },
         }
     }
 
     #[test]
-    fn if_none_match_compares_weakly_and_in_lists() {
+    fn the_tag_is_the_sha1_and_either_hash_matches() {
         let b = binary();
-        assert_eq!(b.etag(), "W/\"ab12\"");
-        for header in ["\"ab12\"", "W/\"ab12\"", "\"x\", W/\"ab12\"", "*"] {
+        assert_eq!(b.etag(), "\"cd34\"");
+        for header in [
+            "\"cd34\"",
+            "\"ab12\"",
+            "W/\"ab12\"",
+            "\"x\", W/\"cd34\"",
+            "*",
+        ] {
             assert!(b.matches(header), "{header}");
         }
-        for header in ["\"ab1\"", "", "\"AB12x\""] {
+        for header in ["\"ab1\"", "", "\"AB12x\"", "\"cd34ab12\""] {
             assert!(!b.matches(header), "{header}");
         }
     }
@@ -187,10 +211,13 @@ mod tests {
     #[tokio::test]
     async fn own_hashes_the_running_executable() -> std::io::Result<()> {
         let first = own().await?;
-        assert_eq!(first.sha256, hash_file(&first.path)?);
-        assert_eq!(first.sha256.len(), 64);
+        assert_eq!(first.hashes, hash_file(&first.path)?);
+        assert_eq!(
+            (first.hashes.sha1.len(), first.hashes.sha256.len()),
+            (40, 64)
+        );
         // The second call is served from the cache and agrees.
-        assert_eq!(own().await?.sha256, first.sha256);
+        assert_eq!(own().await?.hashes, first.hashes);
         Ok(())
     }
 }

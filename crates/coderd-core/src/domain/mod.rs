@@ -5,6 +5,8 @@
 //! types back, or an [`Error`] that each front door presents its own way.
 
 pub mod accounts;
+pub mod activity;
+pub mod appearance;
 pub mod builds;
 pub mod deployment_config;
 mod error;

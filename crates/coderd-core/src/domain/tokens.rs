@@ -116,6 +116,34 @@ pub async fn create(
     .await
 }
 
+/// A new session for `user` with the deployment's session length, of the caller's own login
+/// type: Coder's `POST /users/{user}/keys`, which `coder login --token` (without
+/// `--use-token-as-session`), the dashboard's "Open in VS Code" and its `/cli-auth` page use.
+pub async fn create_session(
+    state: &AppState,
+    subject: &Subject,
+    user: &UserRow,
+    login_type: LoginType,
+) -> Result<String> {
+    authz::authorize(subject, Action::Create, &keys_of(user))?;
+    let audit = Entry::new(
+        actor(subject),
+        ResourceType::ApiKey,
+        user.id,
+        "session",
+        AuditAction::Create,
+    );
+    super::keys::issue_key(
+        state,
+        user.id,
+        login_type,
+        "",
+        state.options.session_duration,
+        Some(audit),
+    )
+    .await
+}
+
 /// The key `id` of `user` (any kind, as Coder's `/keys/{id}`); another user's is not found.
 pub async fn owned(
     state: &AppState,

@@ -515,7 +515,8 @@ async fn the_agent_binary_is_compressed_on_request_and_not_sent_again_when_curre
     let app = TestApp::new().await?;
     let client = app.client();
     let expected = std::fs::read(std::env::current_exe()?)?;
-    let etag = format!("W/\"{}\"", hex::encode(sha2::Sha256::digest(&expected)));
+    let etag = format!("\"{}\"", hex::encode(sha1::Sha1::digest(&expected)));
+    let sha256 = format!("W/\"{}\"", hex::encode(sha2::Sha256::digest(&expected)));
     let get = |headers: &[(&str, &str)]| -> anyhow::Result<reqwest::RequestBuilder> {
         let mut request = client.request(reqwest::Method::GET, &own_binary_path())?;
         for (name, value) in headers {
@@ -539,9 +540,17 @@ async fn the_agent_binary_is_compressed_on_request_and_not_sent_again_when_curre
     flate2::read::GzDecoder::new(&gzip.bytes().await?[..]).read_to_end(&mut decoded)?;
     assert!(decoded == expected);
 
-    // A bootstrap script holding this binary sends its hash, quoted, weak or strong.
-    let hash = etag.trim_start_matches("W/");
-    for if_none_match in [etag.as_str(), hash, &format!("\"other\", {etag}")] {
+    // An IDE holding this binary sends its SHA-1 (the tag); a bootstrap script its SHA-256,
+    // quoted, weak or strong.
+    let weak = format!("W/{etag}");
+    let strong_sha256 = sha256.trim_start_matches("W/");
+    for if_none_match in [
+        etag.as_str(),
+        weak.as_str(),
+        sha256.as_str(),
+        strong_sha256,
+        &format!("\"other\", {etag}"),
+    ] {
         let cached = get(&[
             ("accept-encoding", "zstd"),
             ("if-none-match", if_none_match),

@@ -136,6 +136,19 @@ fn rows() -> Vec<Row> {
             Some(json!({"token_name": "t"})),
             [201, 403, 403, 403, 404, 404],
         ),
+        row(
+            M::POST,
+            "/api/v2/users/{victim}/keys",
+            None,
+            [201, 403, 403, 403, 404, 404],
+        ),
+        row(M::GET, "/api/v2/appearance", None, [200; 6]),
+        row(
+            M::PUT,
+            "/api/v2/appearance",
+            Some(json!({})),
+            [200, 403, 403, 403, 403, 403],
+        ),
         row(M::GET, "/api/v2/organizations", None, [200; 6]),
         row(M::GET, "/api/v2/organizations/coder", None, [200; 6]),
         row(
@@ -416,6 +429,24 @@ fn rows() -> Vec<Row> {
                 M::PUT,
                 "/api/v2/workspaces/{ws}/autoupdates",
                 Some(json!({"automatic_updates": "always"})),
+                [204, 404, 403, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/watch",
+                None,
+                [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::POST,
+                "/api/v2/workspaces/{ws}/usage",
+                None,
                 [204, 404, 403, 404, 404, 204],
             ),
         ),

@@ -62,7 +62,7 @@ impl AgentConnection {
             "{}{RPC_PATH}",
             coderd.as_str().trim_end_matches('/')
         ))?;
-        let request = crate::logs::websocket_request(url, Some(token))?;
+        let request = crate::logs::websocket_request(url, Some(token), &Default::default())?;
         // TCP_NODELAY: each API call is a few small writes (yamux frame headers and bodies);
         // with Nagle on, the later ones wait for coderd's delayed ACK, ~40 ms per call.
         let (socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)

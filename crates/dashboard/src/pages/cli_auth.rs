@@ -9,7 +9,7 @@ use askama_web::WebTemplate;
 use axum::Form;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use coderd_core::domain::keys;
+use coderd_core::domain::tokens;
 use coderd_core::state::AppState;
 use codersdk::users::LoginType;
 use serde::Deserialize;
@@ -55,21 +55,8 @@ pub async fn create(
         .login_type
         .parse()
         .unwrap_or(LoginType::Password);
-    let token = keys::issue_key(
-        &state,
-        viewer.session.user.id,
-        login_type,
-        "",
-        state.options.session_duration,
-        Some(coderd_core::audit::Entry::new(
-            Some(viewer.session.user.id),
-            codersdk::audit::ResourceType::ApiKey,
-            viewer.session.user.id,
-            "cli",
-            codersdk::audit::AuditAction::Create,
-        )),
-    )
-    .await?;
+    let token =
+        tokens::create_session(&state, viewer.subject(), &viewer.session.user, login_type).await?;
     Ok(CliAuthPage {
         chrome: Chrome::of(&viewer),
         csrf: viewer.csrf.clone(),
