@@ -178,9 +178,9 @@ pub enum Command {
     /// Manage user groups.
     #[command(subcommand, alias = "group")]
     Groups(commands::groups::GroupsCommand),
-    /// Manage your user secrets.
-    #[command(subcommand)]
-    Secrets(commands::secrets::SecretsCommand),
+    /// Manage secrets.
+    #[command(subcommand, alias = "secrets")]
+    Secret(commands::secrets::SecretsCommand),
     /// Run AI agents on prompts in workspaces: Coder's Tasks.
     #[command(subcommand, alias = "tasks")]
     Task(commands::task::TaskCommand),
@@ -236,6 +236,26 @@ pub enum Command {
     Version(commands::version::VersionArgs),
     /// Fetch authenticated user info for Coder deployment.
     Whoami(commands::whoami::WhoamiArgs),
+    /// Rename a workspace.
+    Rename(commands::workspace_edits::RenameArgs),
+    /// Add a workspace to your favorites.
+    #[command(alias = "fav")]
+    Favorite(commands::workspace_edits::FavoriteArgs),
+    /// Remove a workspace from your favorites.
+    #[command(alias = "unfav")]
+    Unfavorite(commands::workspace_edits::FavoriteArgs),
+    /// Toggle auto-update policy for a workspace.
+    Autoupdate(commands::autoupdate::AutoupdateArgs),
+    /// Install or update shell completion scripts for the detected or chosen shell.
+    Completion(commands::completion::CompletionArgs),
+    /// View logs for a workspace.
+    Logs(commands::logs::LogsArgs),
+    /// Open a workspace.
+    #[command(subcommand)]
+    Open(commands::open::OpenCommand),
+    /// Manually manage Terraform state to fix broken workspaces.
+    #[command(subcommand)]
+    State(commands::state::StateCommand),
     /// The ProxyCommand of Coder's VS Code extension for CLIs older than 2.19.
     #[command(hide = true)]
     Vscodessh(commands::vscodessh::VscodesshArgs),
@@ -255,7 +275,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Users(cmd) => commands::users::run(&cli.global, cmd).await,
         Command::Tokens(cmd) => commands::tokens::run(&cli.global, cmd).await,
         Command::Groups(cmd) => commands::groups::run(&cli.global, cmd).await,
-        Command::Secrets(cmd) => commands::secrets::run(&cli.global, cmd).await,
+        Command::Secret(cmd) => commands::secrets::run(&cli.global, cmd).await,
         Command::Task(cmd) => commands::task::run(&cli.global, cmd).await,
         Command::ExternalWorkspaces(cmd) => {
             commands::external_workspaces::run(&cli.global, cmd).await
@@ -283,6 +303,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ping(args) => commands::ping::run(&cli.global, args).await,
         Command::Version(args) => commands::version::run(args),
         Command::Whoami(args) => commands::whoami::run(&cli.global, args).await,
+        Command::Rename(args) => commands::workspace_edits::rename(&cli.global, args).await,
+        Command::Favorite(args) => {
+            commands::workspace_edits::favorite(&cli.global, args, true).await
+        }
+        Command::Unfavorite(args) => {
+            commands::workspace_edits::favorite(&cli.global, args, false).await
+        }
+        Command::Autoupdate(args) => commands::autoupdate::run(&cli.global, args).await,
+        Command::Completion(args) => commands::completion::run(args),
+        Command::Logs(args) => commands::logs::run(&cli.global, args).await,
+        Command::Open(cmd) => commands::open::run(&cli.global, cmd).await,
+        Command::State(cmd) => commands::state::run(&cli.global, cmd).await,
         Command::Vscodessh(args) => commands::vscodessh::run(&cli.global, args).await,
     }
 }

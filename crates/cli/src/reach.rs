@@ -59,6 +59,14 @@ impl Name {
     }
 }
 
+/// The workspace `name` names.
+pub async fn find_workspace(client: &Client, name: &Name) -> anyhow::Result<Workspace> {
+    client
+        .workspace_by_owner_and_name(&name.owner, &name.workspace)
+        .await
+        .with_context(|| format!("workspace {:?}", name.workspace))
+}
+
 /// What `coder ssh` makes of a host name (OpenSSH's `%h` through a ProxyCommand): without
 /// `prefix` (or `.suffix`), then Coder's forms normalised to `owner/workspace.agent`:
 /// `owner--ws`, `owner--ws--agent`, `owner--ws.agent`, `ws.agent`, `owner/ws--agent`.
@@ -149,10 +157,7 @@ pub fn pick(ws: &Workspace, name: &Name) -> anyhow::Result<WorkspaceAgent> {
 /// agent as `wait` says.
 pub async fn reach(client: &Client, arg: &str, start: bool, wait: Wait) -> anyhow::Result<Reached> {
     let name = Name::parse(arg)?;
-    let mut ws = client
-        .workspace_by_owner_and_name(&name.owner, &name.workspace)
-        .await
-        .with_context(|| format!("workspace {:?}", name.workspace))?;
+    let mut ws = find_workspace(client, &name).await?;
     match ws.latest_build.status {
         WorkspaceStatus::Running => {}
         WorkspaceStatus::Stopped | WorkspaceStatus::Failed | WorkspaceStatus::Canceled

@@ -3,7 +3,7 @@
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use codersdk::Response;
 use codersdk::apikeys::{ApiKey, CreateTokenRequest, GenerateApiKeyResponse};
 use codersdk::users::LoginType;
@@ -22,6 +22,7 @@ pub fn routes() -> Router<AppState> {
         .route("/users/{user}/keys", post(create_session_key))
         .route("/users/{user}/keys/tokens/{name}", get(token_by_name))
         .route("/users/{user}/keys/{id}", get(key_by_id).delete(delete_key))
+        .route("/users/{user}/keys/{id}/expire", put(expire_key))
 }
 
 #[utoipa::path(post, path = "/api/v2/users/{user}/keys/tokens", tag = "Users",
@@ -99,5 +100,17 @@ pub(super) async fn delete_key(
 ) -> ApiResult<StatusCode> {
     let user = resolve_user(&state, &auth, &user).await?;
     tokens::delete(&state, &auth.subject, &user, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(put, path = "/api/v2/users/{user}/keys/{id}/expire", tag = "Users",
+    params(("user" = String, Path), ("id" = String, Path)), responses((status = 204)))]
+pub(super) async fn expire_key(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((user, id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let user = resolve_user(&state, &auth, &user).await?;
+    tokens::expire(&state, &auth.subject, &user, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -22,6 +22,7 @@ mod same_origin;
 mod secrets;
 mod templates;
 mod users;
+mod workspace_edits;
 mod workspace_usage;
 mod workspace_watch;
 mod workspaces;
@@ -76,6 +77,7 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
         .merge(workspaces::routes())
         .merge(workspace_watch::routes())
         .merge(workspace_usage::routes())
+        .merge(workspace_edits::routes())
         .merge(appearance::routes())
         .merge(provisioners::routes())
         .merge(agents::routes())

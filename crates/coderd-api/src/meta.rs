@@ -10,6 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use codersdk::Response as Body;
+use codersdk::applications::AppHostResponse;
 use codersdk::buildinfo::BuildInfoResponse;
 
 use super::AppState;
@@ -25,6 +26,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(api_root))
         .route("/buildinfo", get(build_info))
+        .route("/applications/host", get(app_host))
         .route("/openapi.json", get(openapi_document))
 }
 
@@ -61,6 +63,22 @@ pub(super) async fn build_info(State(state): State<AppState>) -> Json<BuildInfoR
         upgrade_message: String::new(),
         deployment_id: state.options.deployment_id.clone(),
     })
+}
+
+#[utoipa::path(get, path = "/api/v2/applications/host", tag = "Applications",
+    responses((status = 200, body = AppHostResponse)))]
+pub(super) async fn app_host(
+    State(state): State<AppState>,
+    _auth: coderd_http::extract::Auth,
+) -> Json<AppHostResponse> {
+    let host = state
+        .options
+        .apps
+        .wildcard
+        .as_ref()
+        .map(|wildcard| wildcard.host("*"))
+        .unwrap_or_default();
+    Json(AppHostResponse { host })
 }
 
 /// Liveness: the process answers and its database does too.

@@ -38,6 +38,8 @@ pub struct Options {
     pub max_file_bytes: usize,
     /// Only a workspace's owner may connect to it (site owners and admins may not).
     pub disable_owner_workspace_access: bool,
+    /// Owners may rename their workspaces (Coder's `--allow-workspace-renames`).
+    pub allow_workspace_renames: bool,
     /// Sign-in through an OpenID provider, when configured.
     pub oidc: Option<crate::sso_providers::OidcSettings>,
     /// Sign-in with GitHub, when configured.
@@ -76,6 +78,7 @@ impl Options {
             provisioner_psk: None,
             max_file_bytes: 10 << 20,
             disable_owner_workspace_access: false,
+            allow_workspace_renames: false,
             oidc: None,
             github: None,
             disable_password_auth: false,

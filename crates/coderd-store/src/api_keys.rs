@@ -229,4 +229,26 @@ impl Store {
         })
         .await
     }
+
+    /// Ends the key `id` now while keeping its row (it lists as expired): Coder's default for
+    /// removing a token, which leaves a trace of what was used.
+    pub async fn expire_api_key(&self, id: &str, log: Option<&NewAuditLog>) -> Result<()> {
+        timed("expire_api_key", async {
+            let mut tx = self.pool.begin().await?;
+            let expired = sqlx::query!(
+                "UPDATE api_keys SET expires_at = LEAST(expires_at, now()), updated_at = now()
+                 WHERE id = $1",
+                id
+            )
+            .execute(&mut *tx)
+            .await?;
+            if expired.rows_affected() == 0 {
+                return Err(super::Error::NotFound);
+            }
+            audit::append(&mut tx, log).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
 }

@@ -37,6 +37,7 @@ mod user_secrets;
 mod users;
 mod version_facts;
 mod workspace_build_rows;
+mod workspace_edits;
 mod workspace_search;
 mod workspaces;
 

@@ -165,7 +165,8 @@ impl Store {
     }
 
     /// `owner:` without a status filter, the dashboard's default (`owner:me`): one owner's
-    /// name orders nothing, so the page is a walk of the (deleted, owner, lower(name)) index
+    /// name orders nothing, so the page (favorites first, then by name) is a walk of the
+    /// (deleted, owner, favorite, lower(name)) index
     /// that stops after `limit` rows, instead of a sort of everything the owner has. The
     /// template is looked at only when a `template:` filter asks (a subquery the planner
     /// drops otherwise, where a join was made for every row: ~30% of the count's time).
@@ -195,7 +196,7 @@ impl Store {
                           JOIN template_versions v ON v.id = b.template_version_id
                           WHERE b.workspace_id = w.id
                           ORDER BY b.build_number DESC LIMIT 1) = $9)
-                   ORDER BY lower(w.name)
+                   ORDER BY w.favorite DESC, lower(w.name)
                    LIMIT $10 OFFSET $11"#,
                 q.deleted,
                 filter.all,

@@ -26,6 +26,8 @@ pub struct WorkspaceRow {
     pub next_start_at: Option<DateTime<Utc>>,
     pub autostart_failed_at: Option<DateTime<Utc>>,
     pub autostart_failure: Option<String>,
+    /// Pinned by its owner: listed first for them.
+    pub favorite: bool,
     pub owner_username: String,
     pub owner_avatar_url: String,
     pub organization_name: String,

@@ -71,6 +71,10 @@ pub struct ServerConfig {
     /// and administrators may not.
     #[arg(long, env = "CODER_DISABLE_OWNER_WORKSPACE_ACCESS")]
     pub disable_owner_workspace_access: bool,
+    /// Let owners rename their workspaces. A rename breaks what names the workspace (its
+    /// resources, app hosts, SSH configs), so it is off by default, as in Coder.
+    #[arg(long, env = "CODER_ALLOW_WORKSPACE_RENAMES")]
+    pub allow_workspace_renames: bool,
     /// How often the lifecycle executor looks for workspaces to start, stop, make dormant or
     /// delete.
     #[arg(
@@ -340,6 +344,7 @@ impl std::fmt::Debug for ServerConfig {
                 "disable_owner_workspace_access",
                 &self.disable_owner_workspace_access,
             )
+            .field("allow_workspace_renames", &self.allow_workspace_renames)
             .field(
                 "oidc_issuer_url",
                 &self.oidc_issuer_url.as_ref().map(Url::as_str),

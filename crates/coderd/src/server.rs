@@ -221,6 +221,7 @@ pub async fn run_with(
             .min(config.max_token_lifetime);
         deployment.provisioner_psk = config.provisioner_daemon_psk.clone();
         deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
+        deployment.allow_workspace_renames = config.allow_workspace_renames;
         deployment.oidc = config.oidc_settings().map_err(Error::Config)?;
         deployment.github = config.github_settings().map_err(Error::Config)?;
         deployment.disable_password_auth = config.disable_password_auth;

@@ -76,6 +76,14 @@ impl crate::Client {
             .await
     }
 
+    pub async fn expire_api_key(&self, user: &str, id: &str) -> Result<(), crate::ClientError> {
+        self.send_empty(self.request(
+            reqwest::Method::PUT,
+            &format!("/api/v2/users/{user}/keys/{id}/expire"),
+        )?)
+        .await
+    }
+
     pub async fn delete_api_key(&self, user: &str, id: &str) -> Result<(), crate::ClientError> {
         self.delete(&format!("/api/v2/users/{user}/keys/{id}"))
             .await

@@ -19,7 +19,7 @@ pub struct LinkConfig {
     pub name: String,
     pub target: String,
     pub icon: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default)]
     pub location: String,
 }
 

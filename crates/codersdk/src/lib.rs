@@ -3,6 +3,7 @@
 pub mod agentsdk;
 pub mod apikeys;
 pub mod appearance;
+pub mod applications;
 pub mod audit;
 pub mod buildinfo;
 pub mod client;

@@ -335,6 +335,13 @@ pub struct CreateWorkspaceRequest {
     pub template_version_preset_id: Option<Uuid>,
 }
 
+/// `PATCH /workspaces/{id}`: what changes (only the name can).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdateWorkspaceRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CreateWorkspaceBuildRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -706,6 +713,32 @@ impl crate::Client {
                 &format!("/api/v2/workspaces/{workspace}/usage"),
             )?
             .json(&serde_json::json!({"agent_id": agent, "app_name": app}));
+        self.send_empty(request).await
+    }
+}
+
+impl crate::Client {
+    pub async fn rename_workspace(&self, id: Uuid, name: &str) -> Result<(), crate::ClientError> {
+        let request = self
+            .request(reqwest::Method::PATCH, &format!("/api/v2/workspaces/{id}"))?
+            .json(&UpdateWorkspaceRequest {
+                name: Some(name.to_owned()),
+            });
+        self.send_empty(request).await
+    }
+
+    /// Pins (`true`) or unpins a workspace for its owner.
+    pub async fn set_workspace_favorite(
+        &self,
+        id: Uuid,
+        favorite: bool,
+    ) -> Result<(), crate::ClientError> {
+        let method = if favorite {
+            reqwest::Method::PUT
+        } else {
+            reqwest::Method::DELETE
+        };
+        let request = self.request(method, &format!("/api/v2/workspaces/{id}/favorite"))?;
         self.send_empty(request).await
     }
 }

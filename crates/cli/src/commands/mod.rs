@@ -1,10 +1,14 @@
 //! One module per top-level command.
 
 pub mod agent;
+pub mod autoupdate;
+pub mod completion;
 pub mod config_ssh;
 pub mod external_workspaces;
 pub mod groups;
 pub mod login;
+pub mod logs;
+pub mod open;
 pub mod ping;
 pub mod port_forward;
 pub mod provisionerd;
@@ -13,6 +17,7 @@ pub mod schedule;
 pub mod secrets;
 pub mod server;
 pub mod ssh;
+pub mod state;
 pub mod task;
 pub mod templates;
 pub mod tokens;
@@ -20,4 +25,5 @@ pub mod users;
 pub mod version;
 pub mod vscodessh;
 pub mod whoami;
+pub mod workspace_edits;
 pub mod workspaces;

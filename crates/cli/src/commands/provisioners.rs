@@ -1,9 +1,9 @@
 //! `coder provisioner list | jobs list | keys create|list|delete`.
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use codersdk::provisioners::{
     CreateProvisionerKeyRequest, ProvisionerDaemon, ProvisionerJob, ProvisionerJobStatus,
-    ProvisionerKey,
+    ProvisionerJobType, ProvisionerKey,
 };
 use serde::Serialize;
 
@@ -27,6 +27,8 @@ pub enum ProvisionerCommand {
     /// Provisioner keys, for authenticating external daemons.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Run a provisioner daemon (the same as `coder provisionerd start`).
+    Start(super::provisionerd::StartArgs),
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -43,6 +45,13 @@ pub enum JobsCommand {
         org: OrgArg,
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Cancel a provisioner job: a template version's import or a workspace's build.
+    Cancel {
+        #[arg(value_name = "JOB_ID")]
+        job: uuid::Uuid,
+        #[command(flatten)]
+        org: OrgArg,
     },
 }
 
@@ -173,9 +182,12 @@ impl Tabular for KeyRow {
 }
 
 pub async fn run(global: &GlobalArgs, cmd: ProvisionerCommand) -> anyhow::Result<()> {
-    let client = global.client()?;
+    // Starting a daemon needs no session of the caller's (a key or PSK may authenticate it).
+    let client = || global.client();
     match cmd {
+        ProvisionerCommand::Start(args) => super::provisionerd::start(global, args).await,
         ProvisionerCommand::List { org, output } => {
+            let client = client()?;
             let org = org.resolve(&client).await?;
             let rows: Vec<DaemonRow> = client
                 .provisioner_daemons(&org.id.to_string())
@@ -191,6 +203,7 @@ pub async fn run(global: &GlobalArgs, cmd: ProvisionerCommand) -> anyhow::Result
             org,
             output,
         }) => {
+            let client = client()?;
             let org = org.resolve(&client).await?;
             let mut query: Vec<(&str, String)> = vec![("limit", limit.to_string())];
             if !status.is_empty() {
@@ -205,7 +218,38 @@ pub async fn run(global: &GlobalArgs, cmd: ProvisionerCommand) -> anyhow::Result
             let rows: Vec<JobRow> = jobs.into_iter().map(JobRow).collect();
             output::print_list(output.output, &rows)
         }
+        ProvisionerCommand::Jobs(JobsCommand::Cancel { job, org }) => {
+            let client = client()?;
+            let org = org.resolve(&client).await?;
+            let found: ProvisionerJob = client
+                .get(&format!(
+                    "/api/v2/organizations/{}/provisionerjobs/{job}",
+                    org.id
+                ))
+                .await
+                .with_context(|| format!("finding job {job}"))?;
+            match (found.job_type, &found.input) {
+                (ProvisionerJobType::TemplateVersionImport, input) => {
+                    let version = input
+                        .template_version_id
+                        .context("the job names no template version")?;
+                    client.cancel_template_version(version).await?;
+                }
+                (ProvisionerJobType::WorkspaceBuild, input) => {
+                    let build = input
+                        .workspace_build_id
+                        .context("the job names no workspace build")?;
+                    client.cancel_workspace_build(build).await?;
+                }
+                (ProvisionerJobType::TemplateVersionDryRun, _) => {
+                    bail!("job {job} is a dry run; only imports and builds can be canceled")
+                }
+            }
+            println!("Job {job} has been canceled.");
+            Ok(())
+        }
         ProvisionerCommand::Keys(KeysCommand::Create { name, tags, org }) => {
+            let client = client()?;
             let org = org.resolve(&client).await?;
             let created = client
                 .create_provisioner_key(
@@ -223,6 +267,7 @@ pub async fn run(global: &GlobalArgs, cmd: ProvisionerCommand) -> anyhow::Result
             Ok(())
         }
         ProvisionerCommand::Keys(KeysCommand::List { org, output }) => {
+            let client = client()?;
             let org = org.resolve(&client).await?;
             let rows: Vec<KeyRow> = client
                 .provisioner_keys(&org.id.to_string())
@@ -233,6 +278,7 @@ pub async fn run(global: &GlobalArgs, cmd: ProvisionerCommand) -> anyhow::Result
             output::print_list(output.output, &rows)
         }
         ProvisionerCommand::Keys(KeysCommand::Delete { name, yes, org }) => {
+            let client = client()?;
             let org = org.resolve(&client).await?;
             if !yes && !prompt::confirm(&format!("Delete provisioner key {name}?"))? {
                 bail!("aborted");

@@ -22,11 +22,11 @@ pub enum SecretsCommand {
         /// Description of the secret.
         #[arg(long, default_value = "")]
         description: String,
-        /// Environment variable name of the secret.
-        #[arg(long = "env_name", alias = "env-name", default_value = "")]
+        /// Environment variable the secret is set as in workspaces.
+        #[arg(long = "env", aliases = ["env_name", "env-name"], default_value = "")]
         env_name: String,
-        /// File path of the secret.
-        #[arg(long = "file_path", alias = "file-path", default_value = "")]
+        /// File the secret is written to in workspaces (`~/…` or an absolute path).
+        #[arg(long = "file", aliases = ["file_path", "file-path"], default_value = "")]
         file_path: String,
     },
     /// List user secrets.
@@ -49,9 +49,9 @@ pub enum SecretsCommand {
         value: Option<String>,
         #[arg(long)]
         description: Option<String>,
-        #[arg(long = "env_name", alias = "env-name")]
+        #[arg(long = "env", aliases = ["env_name", "env-name"])]
         env_name: Option<String>,
-        #[arg(long = "file_path", alias = "file-path")]
+        #[arg(long = "file", aliases = ["file_path", "file-path"])]
         file_path: Option<String>,
     },
     /// Delete a user secret.

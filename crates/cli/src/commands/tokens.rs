@@ -25,12 +25,16 @@ pub enum TokensCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// Delete a token by name or id.
+    /// Expire a token by name, id or the token itself (it stays listed, expired); --delete
+    /// removes it instead.
     #[command(aliases = ["rm", "delete"])]
     Remove {
         /// (Not `token`: that id belongs to the global `--token` flag.)
-        #[arg(value_name = "NAME|ID")]
+        #[arg(value_name = "NAME|ID|TOKEN")]
         name_or_id: String,
+        /// Delete the token rather than expire it.
+        #[arg(long)]
+        delete: bool,
     },
 }
 
@@ -81,14 +85,25 @@ pub async fn run(global: &GlobalArgs, cmd: TokensCommand) -> anyhow::Result<()> 
                 .collect();
             output::print_list(output.output, &rows)
         }
-        TokensCommand::Remove { name_or_id: token } => {
+        TokensCommand::Remove {
+            name_or_id: token,
+            delete,
+        } => {
             let id = match client.token_by_name("me", &token).await {
                 Ok(key) => key.id,
-                Err(codersdk::ClientError::Api { status: 404, .. }) => token.clone(),
+                // A whole token is `<id>-<secret>`: its id is the part before the dash.
+                Err(codersdk::ClientError::Api { status: 404, .. }) => token
+                    .split_once('-')
+                    .map_or(token.clone(), |(id, _)| id.to_string()),
                 Err(e) => return Err(e.into()),
             };
-            client.delete_api_key("me", &id).await?;
-            println!("Token {token} has been deleted.");
+            if delete {
+                client.delete_api_key("me", &id).await?;
+                println!("Token has been deleted.");
+            } else {
+                client.expire_api_key("me", &id).await?;
+                println!("Token has been expired.");
+            }
             Ok(())
         }
     }

@@ -188,6 +188,17 @@ async fn users_and_tokens_commands() -> anyhow::Result<()> {
             .and_then(|e| e.status()),
         Some(401)
     );
+    // Expired, not gone (Coder's default); `--delete` by the whole token removes it.
+    let listed = String::from_utf8(with_env(&["tokens", "list"])?.stdout)?;
+    assert!(listed.contains("deploy"), "{listed}");
+    let deleted = with_env(&["tokens", "rm", &secret, "--delete"])?;
+    assert!(
+        deleted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&deleted.stderr)
+    );
+    let listed = String::from_utf8(with_env(&["tokens", "list"])?.stdout)?;
+    assert!(!listed.contains("deploy"), "{listed}");
 
     let denied = with_env(&["users", "delete", "me"])?;
     assert!(!denied.status.success());

@@ -24,3 +24,4 @@ mod task_app;
 mod tasks;
 mod terraform;
 mod timings;
+mod verbs;

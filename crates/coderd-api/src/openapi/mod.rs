@@ -12,7 +12,7 @@ use utoipa::OpenApi;
 
 use crate::{
     agents, apikeys, appearance, files, meta, organizations, provisioners, templates, users,
-    workspace_usage, workspaces,
+    workspace_edits, workspace_usage, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -23,9 +23,13 @@ use crate::{
     ),
     paths(
         meta::build_info,
+        meta::app_host,
         appearance::get_appearance,
         appearance::update_appearance,
         workspace_usage::report_usage,
+        workspace_edits::update_workspace,
+        workspace_edits::favorite,
+        workspace_edits::unfavorite,
         users::first_user_exists,
         users::create_first_user,
         users::login,
@@ -46,6 +50,7 @@ use crate::{
         apikeys::token_by_name,
         apikeys::key_by_id,
         apikeys::delete_key,
+        apikeys::expire_key,
         organizations::list_organizations,
         organizations::create_organization,
         organizations::get_organization,

@@ -28,5 +28,6 @@ pub mod template_schedules;
 pub mod tokens;
 pub mod users;
 pub mod views;
+pub mod workspace_edits;
 
 pub use error::{Error, Result};

@@ -86,6 +86,20 @@ pub async fn workspace(
     Ok(row)
 }
 
+/// Whether `subject` may change `workspace`'s settings (its schedule, name, policies).
+pub fn authorize_update(subject: &Subject, workspace: &WorkspaceRow) -> Result<()> {
+    authz::authorize(
+        subject,
+        Action::Update,
+        &Object::owned(
+            Resource::Workspace,
+            Some(workspace.organization_id),
+            workspace.owner_id,
+        ),
+    )?;
+    Ok(())
+}
+
 /// A workspace by its owner (`me`, an id or a username) and name, for `action`.
 pub async fn workspace_by_name(
     state: &AppState,

@@ -20,19 +20,6 @@ use coderd_store::{NewAuditLog, WorkspaceRow, day_bits};
 /// grace for the request's own travel).
 const MIN_EXTENSION: Duration = Duration::minutes(29);
 
-fn authorize(subject: &Subject, workspace: &WorkspaceRow) -> Result<()> {
-    authz::authorize(
-        subject,
-        Action::Update,
-        &Object::owned(
-            Resource::Workspace,
-            Some(workspace.organization_id),
-            workspace.owner_id,
-        ),
-    )?;
-    Ok(())
-}
-
 fn invalid(field: &str, detail: impl Into<String>) -> Error {
     Error::Validation(vec![ValidationError {
         field: field.into(),
@@ -70,7 +57,7 @@ pub async fn set_autostart(
     workspace: &WorkspaceRow,
     schedule: Option<&str>,
 ) -> Result<()> {
-    authorize(subject, workspace)?;
+    super::resolve::authorize_update(subject, workspace)?;
     let raw = schedule.map(str::trim).filter(|s| !s.is_empty());
     let parsed = match raw {
         Some(raw) => Some(Schedule::weekly(raw).map_err(|e| invalid("schedule", e.to_string()))?),
@@ -110,7 +97,7 @@ pub async fn set_ttl(
     workspace: &WorkspaceRow,
     ttl_ms: Option<i64>,
 ) -> Result<()> {
-    authorize(subject, workspace)?;
+    super::resolve::authorize_update(subject, workspace)?;
     if !workspace.template_allow_user_autostop {
         return Err(invalid(
             "ttl_ms",
@@ -142,7 +129,7 @@ pub async fn extend(
     workspace: &WorkspaceRow,
     deadline: DateTime<Utc>,
 ) -> Result<DateTime<Utc>> {
-    authorize(subject, workspace)?;
+    super::resolve::authorize_update(subject, workspace)?;
     let build = state
         .store
         .latest_builds(&[workspace.id])
@@ -203,7 +190,7 @@ pub async fn set_dormant(
     workspace: &WorkspaceRow,
     dormant: bool,
 ) -> Result<bool> {
-    authorize(subject, workspace)?;
+    super::resolve::authorize_update(subject, workspace)?;
     let at = dormant.then(|| state.options.clock.now());
     let log = workspace_write(
         subject,
@@ -230,7 +217,7 @@ pub async fn set_automatic_updates(
     workspace: &WorkspaceRow,
     value: &str,
 ) -> Result<()> {
-    authorize(subject, workspace)?;
+    super::resolve::authorize_update(subject, workspace)?;
     crate::validate::one_of(value, crate::validate::AUTOMATIC_UPDATES)
         .map_err(|detail| invalid("automatic_updates", detail))?;
     state

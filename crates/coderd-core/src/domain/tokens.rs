@@ -159,6 +159,22 @@ pub async fn owned(
     Ok(key)
 }
 
+/// Expires the key `id` of `user`: it stops working at once and stays listed as expired.
+pub async fn expire(state: &AppState, subject: &Subject, user: &UserRow, id: &str) -> Result<()> {
+    let key = owned(state, subject, user, id).await?;
+    authz::authorize(subject, Action::Update, &keys_of(user))?;
+    let log = Entry::new(
+        actor(subject),
+        ResourceType::ApiKey,
+        key.user_id,
+        &key.token_name,
+        AuditAction::Write,
+    )
+    .build();
+    state.store.expire_api_key(&key.id, Some(&log)).await?;
+    Ok(())
+}
+
 /// Deletes the key `id` of `user`: it stops working at once.
 pub async fn delete(state: &AppState, subject: &Subject, user: &UserRow, id: &str) -> Result<()> {
     let key = owned(state, subject, user, id).await?;

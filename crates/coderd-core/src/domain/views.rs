@@ -131,7 +131,7 @@ async fn render_builds(
     Ok(builds)
 }
 
-fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace {
+fn workspace_view(state: &AppState, row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace {
     // Dev containers' sub-agents never run here (no container engine): counting them would
     // make every workspace with a dev container unhealthy for good. Their own health says why.
     let failing_agents: Vec<Uuid> = latest_build
@@ -180,8 +180,8 @@ fn workspace_view(row: WorkspaceRow, latest_build: WorkspaceBuild) -> Workspace 
             failing_agents,
         },
         automatic_updates: row.automatic_updates,
-        allow_renames: false,
-        favorite: false,
+        allow_renames: state.options.allow_workspace_renames,
+        favorite: row.favorite,
         next_start_at: row
             .next_start_at
             .filter(|_| row.template_allow_user_autostart),
@@ -241,7 +241,7 @@ async fn render_workspaces(
             let build = builds
                 .remove(&row.id)
                 .ok_or_else(|| Error::internal(format!("workspace {} has no build", row.id)))?;
-            Ok(workspace_view(row, build))
+            Ok(workspace_view(state, row, build))
         })
         .collect()
 }

@@ -155,6 +155,7 @@ mod tests {
                     next_start_at: None,
                     autostart_failed_at: None,
                     autostart_failure: None,
+                    favorite: false,
                     owner_username: "u".into(),
                     owner_avatar_url: String::new(),
                     organization_name: "o".into(),

@@ -143,6 +143,7 @@ fn rows() -> Vec<Row> {
             [201, 403, 403, 403, 404, 404],
         ),
         row(M::GET, "/api/v2/appearance", None, [200; 6]),
+        row(M::GET, "/api/v2/applications/host", None, [200; 6]),
         row(
             M::PUT,
             "/api/v2/appearance",
@@ -439,6 +440,34 @@ fn rows() -> Vec<Row> {
                 "/api/v2/workspaces/{ws}/watch",
                 None,
                 [200, 404, 200, 404, 404, 200],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::PATCH,
+                "/api/v2/workspaces/{ws}",
+                Some(json!({"name": "renamed"})),
+                // Renames are off on this deployment: whoever may update hears so.
+                [400, 404, 403, 404, 404, 400],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::PUT,
+                "/api/v2/workspaces/{ws}/favorite",
+                None,
+                [204, 404, 403, 404, 404, 403],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::DELETE,
+                "/api/v2/workspaces/{ws}/favorite",
+                None,
+                [204, 404, 403, 404, 404, 403],
             ),
         ),
         with(
