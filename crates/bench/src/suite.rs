@@ -159,6 +159,33 @@ fn agent_download_rows(download: &agentbin::AgentDownload, report: &mut Report) 
         )
         .note("304 Not Modified: the init script's cached binary has the served hash"),
     );
+    report.rows.push(
+        Row::new(
+            "-",
+            "CLI download by an IDE holding the current binary (If-None-Match: its SHA-1)",
+            "bytes",
+            &[download.ide_cached_bytes as f64],
+        )
+        .goal("a 304 with no body", Check::max(0.0)),
+    );
+    report.rows.push(
+        Row::new(
+            "-",
+            "CLI download, JetBrains plugin (Accept-Encoding: gzip)",
+            "MB",
+            &[download.gzip_bytes as f64 / MB],
+        )
+        .note("gzip level 3 on the fly; the full binary (no slim client build yet)"),
+    );
+    report.rows.push(
+        Row::new(
+            "-",
+            "CLI download, VS Code extension (Accept-Encoding: identity)",
+            "MB",
+            &[download.identity_bytes as f64 / MB],
+        )
+        .note("uncompressed, as the extension asks; the full binary"),
+    );
 }
 
 /// A scenario that can run alone (`coder-bench --only <scenario>`), on its own server.

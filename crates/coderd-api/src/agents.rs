@@ -255,8 +255,10 @@ pub(super) async fn download_binary(
     );
     if file != own {
         return Err(
-            ApiError::new(StatusCode::NOT_FOUND, "Binary not available.")
-                .with_detail(format!("this server only carries its own binary, {own}")),
+            ApiError::new(StatusCode::NOT_FOUND, "Binary not available.").with_detail(format!(
+                "{file} is not built for this deployment: it serves only its own platform's \
+                 binary, {own}"
+            )),
         );
     }
     let binary = coderd_core::agents::binary::own()

@@ -1,7 +1,9 @@
 //! What a workspace downloads to start its agent (issue 15, P11b): the bootstrap script's
 //! request against a running `coder server`, counted on the wire — a first start (as
 //! `curl --compressed` asks: zstd or gzip) and a next start that holds the binary already
-//! (`If-None-Match` with its hash, as the script sends it).
+//! (`If-None-Match` with its hash, as the script sends it). And the same binary as Coder's IDE
+//! clients fetch it (issue 33): the JetBrains plugin with `Accept-Encoding: gzip`, the VS Code
+//! extension uncompressed, and either holding the current binary (`If-None-Match: "<sha1>"`).
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,12 @@ pub struct AgentDownload {
     pub encoding: String,
     pub first_start: Duration,
     pub next_start_bytes: u64,
+    /// The JetBrains plugin's download (gzip), on the wire.
+    pub gzip_bytes: u64,
+    /// The VS Code extension's download (identity), on the wire.
+    pub identity_bytes: u64,
+    /// Either client's request when it holds the current binary: the body's size (a 304).
+    pub ide_cached_bytes: u64,
 }
 
 /// Go's platform names, which the download path uses.
@@ -62,9 +70,9 @@ pub async fn measure(server: &Url) -> anyhow::Result<AgentDownload> {
     let first_start = started.elapsed();
 
     let next = http
-        .get(url)
+        .get(url.clone())
         .header("accept-encoding", "deflate, gzip, br, zstd")
-        .header("if-none-match", etag)
+        .header("if-none-match", &etag)
         .send()
         .await?;
     ensure!(
@@ -73,11 +81,40 @@ pub async fn measure(server: &Url) -> anyhow::Result<AgentDownload> {
         next.status()
     );
     let next_start_bytes = next.bytes().await?.len() as u64;
+
+    let on_the_wire = |encoding: &'static str| {
+        let request = http.get(url.clone()).header("accept-encoding", encoding);
+        async move {
+            let response = request.send().await?.error_for_status()?;
+            anyhow::Ok(response.bytes().await?.len() as u64)
+        }
+    };
+    let gzip_bytes = on_the_wire("gzip").await?;
+    let identity_bytes = on_the_wire("identity").await?;
+    ensure!(
+        etag.len() == 42 && etag.starts_with('"'),
+        "the tag is not a quoted SHA-1: {etag}"
+    );
+    let cached = http
+        .get(url)
+        .header("accept-encoding", "identity")
+        .header("if-none-match", &etag)
+        .send()
+        .await?;
+    ensure!(
+        cached.status() == StatusCode::NOT_MODIFIED,
+        "an IDE holding the current binary got {}",
+        cached.status()
+    );
+    let ide_cached_bytes = cached.bytes().await?.len() as u64;
     Ok(AgentDownload {
         binary_bytes,
         first_start_bytes,
         encoding,
         first_start,
         next_start_bytes,
+        gzip_bytes,
+        identity_bytes,
+        ide_cached_bytes,
     })
 }

@@ -106,6 +106,28 @@ pub(super) async fn relay_rows(
         )
         .baseline("ssh to sshd, loopback", baseline(&ssh.connect_sshd)),
     );
+    report.rows.push(
+        with_figures(
+            "-",
+            "coder ssh --stdio, start to the SSH banner's first byte",
+            "ms",
+            &ssh.first_byte_stdio,
+        )
+        .goal("≤ 50 ms p50", Check::max(50.0)),
+    );
+    report.rows.push(
+        with_figures(
+            "-",
+            "the same with the VS Code extension's flags (network info, log file, usage)",
+            "ms",
+            &ssh.first_byte_stdio_ide,
+        )
+        .baseline("plain coder ssh --stdio", baseline(&ssh.first_byte_stdio))
+        .goal(
+            "≤ 50 ms p50 and ≤ 1.2× plain",
+            Check::max(50.0).and_ratio_max(1.2),
+        ),
+    );
     let per_stream_kib =
         (run.rss_after_mib - run.rss_before_mib) * 1024.0 / run.idle_streams.max(1) as f64;
     report.rows.push(

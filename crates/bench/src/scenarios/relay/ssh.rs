@@ -57,6 +57,10 @@ pub struct SshRun {
     pub connect_via_coder: Figures,
     pub connect_coder_ssh: Figures,
     pub connect_sshd: Figures,
+    /// `coder ssh --stdio` from its start to the SSH server's first byte (its banner).
+    pub first_byte_stdio: Figures,
+    /// The same with the flags Coder's VS Code extension adds (network info, log file, usage).
+    pub first_byte_stdio_ide: Figures,
     pub keystroke_local: Figures,
     pub keystroke_via_coder: Figures,
 }
@@ -98,6 +102,24 @@ pub fn run(plan: &Plan) -> anyhow::Result<SshRun> {
         })
     };
     let connects = |cmd: &dyn Fn() -> Command| repeat(plan.connects, true, || time_ms(&mut cmd()));
+    let stdio = |extra: &[&str]| {
+        let mut cmd = coder(&plan.coder_bin, &plan.cli_config);
+        cmd.args(["ssh", "--stdio"])
+            .args(extra)
+            .arg(&plan.workspace);
+        cmd
+    };
+    let ide_dir = plan.dir.join("ide");
+    let (net, logs) = (ide_dir.join("net"), ide_dir.join("log"));
+    std::fs::create_dir_all(&logs)?;
+    let ide_flags = [
+        "--usage-app=vscode",
+        "--network-info-dir",
+        net.to_str().context("utf-8 path")?,
+        "--log-dir",
+        logs.to_str().context("utf-8 path")?,
+        "-v",
+    ];
     Ok(SshRun {
         sshd: from_sshd(&|s| transfers(&|| s.ssh(&[sink]))),
         coder_ssh: transfers(&|| coder_ssh(&[sink])),
@@ -105,6 +127,10 @@ pub fn run(plan: &Plan) -> anyhow::Result<SshRun> {
         connect_via_coder: connects(&|| via(&["true"])),
         connect_coder_ssh: connects(&|| coder_ssh(&["true"])),
         connect_sshd: from_sshd(&|s| connects(&|| s.ssh(&["true"]))),
+        first_byte_stdio: repeat(plan.connects, true, || first_byte_ms(&mut stdio(&[]))),
+        first_byte_stdio_ide: repeat(plan.connects, true, || {
+            first_byte_ms(&mut stdio(&ide_flags))
+        }),
         keystroke_local: keystrokes(
             Command::new("script").args(["-q", "-c", "cat", "/dev/null"]),
             plan.keystrokes,
@@ -163,6 +189,25 @@ fn time_ms(cmd: &mut Command) -> anyhow::Result<f64> {
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(started.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Milliseconds from starting `cmd` (an SSH stream on stdout) to its first byte.
+fn first_byte_ms(cmd: &mut Command) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut child = Killed(
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let mut stdout = child.0.stdout.take().context("stdout")?;
+    let mut first = [0u8; 1];
+    stdout
+        .read_exact(&mut first)
+        .context("the stream ended before its first byte")?;
+    let elapsed = started.elapsed().as_secs_f64() * 1e3;
+    ensure!(first[0] == b'S', "the first byte is not an SSH banner's");
+    Ok(elapsed)
 }
 
 /// Waits for `byte` to come back on `rx`, skipping what else arrives.
