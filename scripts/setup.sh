@@ -62,12 +62,16 @@ if [ "${1:-}" = "--tests" ] && ! cargo nextest --version >/dev/null 2>&1; then
 fi
 
 # What the relay's end-to-end tests drive: the system OpenSSH client, tmux for an interactive
-# terminal, python3 servers inside a workspace.
+# terminal, python3 servers inside a workspace, and for `ssh -X` a virtual X server (Xvfb), an
+# X client (xdpyinfo) and xauth.
 if [ "${1:-}" = "--tests" ]; then
   relay_apt=()
   command -v ssh >/dev/null 2>&1 || relay_apt+=(openssh-client)
   command -v tmux >/dev/null 2>&1 || relay_apt+=(tmux)
   command -v python3 >/dev/null 2>&1 || relay_apt+=(python3)
+  command -v Xvfb >/dev/null 2>&1 || relay_apt+=(xvfb)
+  command -v xauth >/dev/null 2>&1 || relay_apt+=(xauth)
+  command -v xdpyinfo >/dev/null 2>&1 || relay_apt+=(x11-utils)
   if ((${#relay_apt[@]})); then
     echo "setup: installing Debian packages for the relay's tests: ${relay_apt[*]}" >&2
     sudo=""

@@ -11,6 +11,7 @@ mod hostkey;
 mod process;
 mod session;
 mod sftp;
+mod x11;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -245,6 +246,18 @@ impl russh::server::Handler for Connection {
         &mut self,
         channel: ChannelId,
         _signal: Sig,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        session.channel_success(channel)
+    }
+
+    async fn x11_request(
+        &mut self,
+        channel: ChannelId,
+        _single_connection: bool,
+        _x11_auth_protocol: &str,
+        _x11_auth_cookie: &str,
+        _x11_screen_number: u32,
         session: &mut Session,
     ) -> Result<(), Self::Error> {
         session.channel_success(channel)

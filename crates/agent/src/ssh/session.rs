@@ -47,6 +47,7 @@ struct Setup {
     env: BTreeMap<String, String>,
     pty: Option<PtyRequest>,
     agent_forwarding: bool,
+    x11: Option<super::x11::Request>,
 }
 
 enum Start {
@@ -91,6 +92,18 @@ pub(super) async fn run(channel: Channel<Msg>, handle: Handle, services: Arc<Ser
                 }
             }
             Some(ChannelMsg::AgentForward { .. }) => setup.agent_forwarding = true,
+            Some(ChannelMsg::RequestX11 {
+                x11_authentication_protocol,
+                x11_authentication_cookie,
+                x11_screen_number,
+                ..
+            }) => {
+                setup.x11 = Some(super::x11::Request {
+                    protocol: x11_authentication_protocol,
+                    cookie: x11_authentication_cookie,
+                    screen: x11_screen_number,
+                });
+            }
             Some(ChannelMsg::RequestShell { .. }) => break Start::Shell,
             Some(ChannelMsg::Exec { command, .. }) => {
                 break Start::Command(String::from_utf8_lossy(&command).into_owned());
@@ -123,6 +136,27 @@ pub(super) async fn run(channel: Channel<Msg>, handle: Handle, services: Arc<Ser
         }
     } else {
         None
+    };
+    let _display = match &setup.x11 {
+        Some(request) => {
+            match super::x11::Display::create(handle.clone(), request, &login.shell).await {
+                Ok(display) => {
+                    login.shell.env.insert("DISPLAY".into(), display.variable());
+                    Some(display)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot set up X11 forwarding");
+                    let _ = write
+                        .extended_data_bytes(
+                            1,
+                            format!("X11 forwarding failed: {error}\r\n").into_bytes(),
+                        )
+                        .await;
+                    None
+                }
+            }
+        }
+        None => None,
     };
     let started = match (&start, &setup.pty) {
         (Start::Sftp, _) => Ok(Running::sftp(&login).await),

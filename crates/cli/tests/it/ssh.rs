@@ -385,6 +385,68 @@ fn scopeguard(socket: &Path) -> impl Drop + '_ {
     Guard(socket)
 }
 
+/// A display number no local X server uses.
+fn free_display() -> anyhow::Result<u16> {
+    (50..200)
+        .find(|n| {
+            !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+                && !Path::new(&format!("/tmp/.X{n}-lock")).exists()
+        })
+        .context("no free X display between 50 and 199")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ssh_x_shows_the_workspaces_x_clients_on_the_local_display() -> anyhow::Result<()> {
+    for t in ["ssh", "Xvfb", "xauth", "xdpyinfo"] {
+        tool(t)?;
+    }
+    let Some((d, workspaces)) = local_process().await? else {
+        return Ok(());
+    };
+    let (_ws, _, _reaper) = running_workspace(&d, &workspaces, "dev").await?;
+    d.ok(&["login", &d.url()])?;
+    let home = tempfile::Builder::new()
+        .prefix("coder-home-")
+        .tempdir_in("/tmp")?;
+    std::fs::create_dir_all(home.path().join(".ssh"))?;
+    config_ssh(&d, home.path(), &["--yes"])?;
+
+    // The client's display: a virtual X server of the test's own.
+    let number = free_display()?;
+    let _xvfb = Killed(
+        Command::new("Xvfb")
+            .arg(format!(":{number}"))
+            .args(["-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let socket = format!("/tmp/.X11-unix/X{number}");
+    testutil::eventually(Duration::from_secs(10), "Xvfb listening", || async {
+        Ok(Path::new(&socket).exists())
+    })
+    .await?;
+
+    // An X client in the workspace draws on it through the SSH connection.
+    let script = "echo \"DISPLAY=$DISPLAY\"; xdpyinfo | grep -E 'name of display|vendor string'";
+    let (code, out, err) = output(
+        openssh("ssh", home.path())
+            .env("DISPLAY", format!(":{number}"))
+            .args(["-Y", "coder.dev", script]),
+    )?;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("DISPLAY=localhost:"), "{out}");
+    assert!(out.contains("The X.Org Foundation"), "Xvfb answered: {out}");
+    // Without -X there is no display.
+    let (_, out, _) = output(
+        openssh("ssh", home.path())
+            .env("DISPLAY", format!(":{number}"))
+            .args(["coder.dev", "echo \"DISPLAY=$DISPLAY\""]),
+    )?;
+    assert_eq!(out, "DISPLAY=\n");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn coder_ssh_fails_clearly_when_the_agent_or_coderd_goes_away_and_works_again()
 -> anyhow::Result<()> {
