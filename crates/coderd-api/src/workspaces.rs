@@ -9,15 +9,16 @@ use axum::routing::{get, patch, post, put};
 use codersdk::workspaces::{
     CreateWorkspaceBuildRequest, CreateWorkspaceRequest, PutExtendWorkspaceRequest,
     ResolveAutostartResponse, UpdateWorkspaceAutomaticUpdatesRequest,
-    UpdateWorkspaceAutostartRequest, UpdateWorkspaceDormancy, UpdateWorkspaceTTLRequest, Workspace,
-    WorkspaceBuild, WorkspaceBuildParameter, WorkspaceBuildTimings, WorkspaceResource,
-    WorkspacesResponse,
+    UpdateWorkspaceAutostartRequest, UpdateWorkspaceBuildStateRequest, UpdateWorkspaceDormancy,
+    UpdateWorkspaceTTLRequest, Workspace, WorkspaceBuild, WorkspaceBuildParameter,
+    WorkspaceBuildTimings, WorkspaceResource, WorkspacesResponse,
 };
 use uuid::Uuid;
 
 use super::AppState;
 use super::jobs::{self, LogParams};
 use coderd_authz::Action;
+use coderd_core::domain::build_state;
 use coderd_core::domain::builds::{self, BuildReason, BuildRequest, VersionChoice};
 use coderd_core::domain::render::{self, resources};
 use coderd_core::domain::{resolve, schedules, search, views};
@@ -58,7 +59,10 @@ pub fn routes() -> Router<AppState> {
         .route("/workspacebuilds/{id}/cancel", patch(cancel_build))
         .route("/workspacebuilds/{id}/logs", get(build_logs))
         .route("/workspacebuilds/{id}/resources", get(build_resources))
-        .route("/workspacebuilds/{id}/state", get(build_state))
+        .route(
+            "/workspacebuilds/{id}/state",
+            get(build_state).put(replace_build_state),
+        )
         .route("/workspacebuilds/{id}/parameters", get(build_parameters))
         .route("/workspacebuilds/{id}/timings", get(build_timings))
 }
@@ -282,6 +286,7 @@ pub(super) async fn create_build(
             .map_or(VersionChoice::Previous, VersionChoice::Exact),
         parameters: req.rich_parameter_values,
         orphan: req.orphan,
+        state: req.state.map(|s| s.0),
         reason,
         expect_latest: None,
         preset: req.template_version_preset_id,
@@ -369,17 +374,25 @@ pub(super) async fn build_state(
     auth: Auth,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Response> {
-    let (build, workspace) = resolve::build(&state, &auth.subject, id).await?;
-    // The state holds secrets of every resource: only those who may change the template see it.
-    let guard =
-        resolve::template_guard(&state, workspace.template_id, workspace.organization_id).await?;
-    auth.authorize(Action::Update, &guard)?;
-    let bytes = state.store.build_state(build.id).await?;
+    let bytes = build_state::read(&state, &auth.subject, id).await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         bytes,
     )
         .into_response())
+}
+
+#[utoipa::path(put, path = "/api/v2/workspacebuilds/{id}/state", tag = "Builds",
+    params(("id" = Uuid, Path)), request_body = UpdateWorkspaceBuildStateRequest,
+    responses((status = 204), (status = 400, body = codersdk::Response)))]
+pub(super) async fn replace_build_state(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateWorkspaceBuildStateRequest>,
+) -> ApiResult<StatusCode> {
+    build_state::replace(&state, &auth.subject, id, &req.state.0).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(get, path = "/api/v2/workspacebuilds/{id}/parameters", tag = "Builds",

@@ -68,6 +68,7 @@ pub(super) async fn insert_build(
            ), next AS (
                SELECT COALESCE((SELECT build_number FROM latest), 0) + 1 AS number,
                       CASE WHEN $14 THEN NULL
+                           WHEN $43::bytea IS NOT NULL THEN $43
                            ELSE (SELECT provisioner_state FROM latest) END AS state
                WHERE NOT EXISTS (SELECT 1 FROM latest WHERE NOT done)
                  AND EXISTS (SELECT 1 FROM workspaces WHERE id = $12 AND NOT deleted)
@@ -188,6 +189,7 @@ pub(super) async fn insert_build(
         claim.map(|c| c.provisioners),
         claim.map(|c| c.tag_keys),
         channels::JOB_POSTED,
+        build.state.as_deref(),
     )
     .fetch_optional(&mut *tx)
     .await?;

@@ -1,4 +1,5 @@
-//! A workspace's own settings that no build carries: its name and whether its owner pinned it.
+//! What changes about a workspace without a build: its name, whether its owner pinned it, and
+//! (to repair it by hand) a build's Terraform state.
 
 use uuid::Uuid;
 
@@ -49,6 +50,32 @@ impl Store {
                 return Err(super::Error::NotFound);
             }
             notify(&mut tx, channels::WORKSPACE_UPDATED, workspace.to_string()).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces a build's Terraform state (`coder state push --no-build`).
+    pub async fn replace_build_state(
+        &self,
+        build: Uuid,
+        provisioner_state: &[u8],
+        log: Option<&NewAuditLog>,
+    ) -> Result<()> {
+        timed("replace_build_state", async {
+            let mut tx = self.pool.begin().await?;
+            let replaced = sqlx::query!(
+                "UPDATE workspace_builds SET provisioner_state = $2, updated_at = now() WHERE id = $1",
+                build,
+                provisioner_state
+            )
+            .execute(&mut *tx)
+            .await?;
+            if replaced.rows_affected() == 0 {
+                return Err(super::Error::NotFound);
+            }
+            audit::append(&mut tx, log).await?;
             tx.commit().await?;
             Ok(())
         })

@@ -101,6 +101,8 @@ pub struct NewBuild {
     /// Start from no provisioner state (an orphaning delete forgets the resources instead of
     /// destroying them).
     pub orphan: bool,
+    /// Start from this provisioner state instead of the latest build's (`coder state push`).
+    pub state: Option<Vec<u8>>,
     /// Refuse (as if a build were active) unless this is still the latest build.
     pub expect_latest: Option<Uuid>,
     pub preset_id: Option<Uuid>,

@@ -361,6 +361,40 @@ pub struct CreateWorkspaceBuildRequest {
     /// A preset of the build's version: its parameter values are applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_version_preset_id: Option<Uuid>,
+    /// Terraform state to start from instead of the previous build's (`coder state push`;
+    /// template managers only), base64 as Go encodes bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = Byte)]
+    pub state: Option<StateBytes>,
+}
+
+/// `PUT /workspacebuilds/{id}/state`: replaces a build's Terraform state without a build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdateWorkspaceBuildStateRequest {
+    #[schema(value_type = String, format = Byte)]
+    pub state: StateBytes,
+}
+
+/// Provisioner state on the wire: bytes as base64, as Go's JSON encodes `[]byte`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateBytes(pub Vec<u8>);
+
+impl Serialize for StateBytes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine as _;
+        serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for StateBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use base64::Engine as _;
+        let text = String::deserialize(deserializer)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map(Self)
+            .map_err(|e| serde::de::Error::custom(format!("state is not base64: {e}")))
+    }
 }
 
 /// `PUT /workspaces/{id}/autostart`: `CRON_TZ=<zone> <minute> <hour> * * <days of week>`;
@@ -739,6 +773,25 @@ impl crate::Client {
             reqwest::Method::DELETE
         };
         let request = self.request(method, &format!("/api/v2/workspaces/{id}/favorite"))?;
+        self.send_empty(request).await
+    }
+}
+
+impl crate::Client {
+    /// Replaces build `id`'s Terraform state (no build runs).
+    pub async fn update_workspace_build_state(
+        &self,
+        id: Uuid,
+        state: Vec<u8>,
+    ) -> Result<(), crate::ClientError> {
+        let request = self
+            .request(
+                reqwest::Method::PUT,
+                &format!("/api/v2/workspacebuilds/{id}/state"),
+            )?
+            .json(&UpdateWorkspaceBuildStateRequest {
+                state: StateBytes(state),
+            });
         self.send_empty(request).await
     }
 }

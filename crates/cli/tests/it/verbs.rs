@@ -211,3 +211,32 @@ async fn renames_are_refused_unless_the_deployment_allows_them() -> anyhow::Resu
     assert!(!d.workspace("dev").await?.allow_renames);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn state_push_starts_a_build_from_the_pushed_state_or_replaces_it() -> anyhow::Result<()> {
+    let d = Deployment::new(&["--provisioner-daemons=1"]).await?;
+    push(&d, "echo", &EchoTemplate::default())?;
+    d.ok(&["create", "dev", "-t", "echo", "--yes"])?;
+    let file = d.dir.path().join("pushed.tfstate");
+    std::fs::write(&file, "x".repeat(1234))?;
+    let path = file.to_str().unwrap_or_default();
+
+    // A new start build begins from the file: the echo provisioner says how long it was.
+    d.ok(&["state", "push", "dev", path])?;
+    let ws = d.workspace("dev").await?;
+    assert_eq!(ws.latest_build.build_number, 2);
+    assert_eq!(ws.latest_build.status, WorkspaceStatus::Running);
+    let pulled: Value = serde_json::from_str(&d.ok(&["state", "pull", "dev"])?)?;
+    assert_eq!(pulled["previous_bytes"], 1234, "{pulled}");
+
+    // Without a build, the latest build's state is replaced as is.
+    let out = d.with_stdin(&["state", "push", "dev", "-", "--no-build"], "by hand")?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(d.ok(&["state", "pull", "dev"])?, "by hand\n");
+    assert_eq!(d.workspace("dev").await?.latest_build.build_number, 2);
+    Ok(())
+}

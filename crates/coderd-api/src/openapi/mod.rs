@@ -98,6 +98,7 @@ use crate::{
         workspaces::build_logs,
         workspaces::build_resources,
         workspaces::build_state,
+        workspaces::replace_build_state,
         workspaces::build_parameters,
         workspaces::build_timings,
         provisioners::list_daemons,

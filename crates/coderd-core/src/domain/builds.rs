@@ -139,6 +139,8 @@ pub struct BuildRequest {
     pub parameters: Vec<WorkspaceBuildParameter>,
     /// Delete the workspace without destroying its resources: the delete starts from no state.
     pub orphan: bool,
+    /// Start from this Terraform state instead of the previous build's (`coder state push`).
+    pub state: Option<Vec<u8>>,
     pub reason: BuildReason,
     /// Create the build only if this is still the workspace's latest build (checked under the
     /// workspace's row lock): the lifecycle executor decides from what it read, and a build
@@ -158,6 +160,7 @@ impl BuildRequest {
             version: VersionChoice::Previous,
             parameters: Vec::new(),
             orphan: false,
+            state: None,
             reason,
             expect_latest: None,
             preset: None,
@@ -309,6 +312,16 @@ pub async fn create_build_and_job(
         Transition::Delete => Action::Delete,
     };
     authz::authorize(subject, action, &workspace_object(workspace))?;
+    // Hand-made state decides what terraform destroys or keeps: as orphaning, template
+    // managers only.
+    if req.state.is_some() {
+        let template = Object::in_org(Resource::Template, workspace.organization_id);
+        if !subject.can(Action::Update, &template) {
+            return Err(Error::forbidden(
+                "Only template managers may push a workspace's Terraform state.",
+            ));
+        }
+    }
     if req.orphan {
         if req.transition != Transition::Delete {
             return Err(Error::bad_request(
@@ -381,6 +394,7 @@ pub async fn create_build_and_job(
         reason: req.reason.as_str().into(),
         parameters: values,
         orphan: req.orphan,
+        state: req.state,
         expect_latest: req.expect_latest,
         preset_id: req.preset,
         job,
@@ -637,6 +651,7 @@ async fn create_workspace_for(
         reason: BuildReason::Initiator.as_str().into(),
         parameters: values,
         orphan: false,
+        state: None,
         expect_latest: None,
         preset_id: req.template_version_preset_id,
         job,

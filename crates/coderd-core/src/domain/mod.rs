@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod activity;
 pub mod appearance;
+pub mod build_state;
 pub mod builds;
 pub mod deployment_config;
 mod error;

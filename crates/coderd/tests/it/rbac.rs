@@ -301,6 +301,15 @@ fn rows() -> Vec<Row> {
         with(
             Setup::Workspace,
             row(
+                M::PUT,
+                "/api/v2/workspacebuilds/{build}/state",
+                Some(json!({"state": "e30="})),
+                [204, 404, 204, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
                 M::GET,
                 "/api/v2/workspacebuilds/{build}/timings",
                 None,
