@@ -253,6 +253,8 @@ pub enum Command {
     /// Open a workspace.
     #[command(subcommand)]
     Open(commands::open::OpenCommand),
+    /// Show resource usage for the current workspace.
+    Stat(commands::stat::StatArgs),
     /// Manually manage Terraform state to fix broken workspaces.
     #[command(subcommand)]
     State(commands::state::StateCommand),
@@ -314,6 +316,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Completion(args) => commands::completion::run(args),
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Open(cmd) => commands::open::run(&cli.global, cmd).await,
+        Command::Stat(args) => commands::stat::run(args).await,
         Command::State(cmd) => commands::state::run(&cli.global, cmd).await,
         Command::Vscodessh(args) => commands::vscodessh::run(&cli.global, args).await,
     }

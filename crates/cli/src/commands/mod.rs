@@ -17,6 +17,7 @@ pub mod schedule;
 pub mod secrets;
 pub mod server;
 pub mod ssh;
+pub mod stat;
 pub mod state;
 pub mod task;
 pub mod templates;

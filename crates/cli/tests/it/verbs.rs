@@ -240,3 +240,33 @@ async fn state_push_starts_a_build_from_the_pushed_state_or_replaces_it() -> any
     assert_eq!(d.workspace("dev").await?.latest_build.build_number, 2);
     Ok(())
 }
+
+#[test]
+fn stat_reports_this_machines_use_as_coders_does() -> anyhow::Result<()> {
+    let coder = crate::harness::Coder::new()?;
+    let cpu = coder.ok(&["stat", "cpu", "--host"])?;
+    let shape = |text: &str, unit: &str| {
+        let (figures, rest) = text.trim().split_once(' ').unwrap_or_default();
+        let (used, total) = figures.split_once('/').unwrap_or_default();
+        used.parse::<f64>().is_ok()
+            && total.parse::<f64>().is_ok()
+            && rest.starts_with(unit)
+            && rest.ends_with("%)")
+    };
+    assert!(shape(&cpu, "cores"), "{cpu}");
+    let mem = coder.ok(&["stat", "mem", "--host", "--prefix", "Mi"])?;
+    assert!(shape(&mem, "MiB"), "{mem}");
+    let disk: Value =
+        serde_json::from_str(&coder.ok(&["stat", "disk", "--path", "/tmp", "-o", "json"])?)?;
+    assert_eq!(disk["unit"], "B");
+    assert!(disk["used"].as_f64() <= disk["total"].as_f64(), "{disk}");
+    let table = coder.ok(&["stat", "-c", "host cpu,home disk"])?;
+    assert!(
+        table.contains("HOST CPU") && table.contains("HOME DISK"),
+        "{table}"
+    );
+    let out = coder.run(&["stat", "-c", "gpu"])?;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown column \"gpu\""));
+    Ok(())
+}
