@@ -56,9 +56,11 @@ impl Cli {
     pub fn parse_with_sources() -> Self {
         use clap::{CommandFactory, FromArgMatches};
         let mut command = Self::command();
-        let matches = command.get_matches_mut();
-        let mut cli =
-            Self::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+        let matches = command
+            .try_get_matches_from_mut(std::env::args_os())
+            .unwrap_or_else(|e| usage_error(e));
+        let mut cli = Self::from_arg_matches(&matches)
+            .unwrap_or_else(|e| usage_error(e.format(&mut command)));
         if let (Command::Server(args), Some(("server", server))) =
             (&mut cli.command, matches.subcommand())
         {
@@ -66,6 +68,14 @@ impl Cli {
         }
         cli
     }
+}
+
+/// Prints a command-line error and ends the process as Coder's CLI does: help and version on
+/// stdout with status 0, a usage error (an unknown flag, a bad value) on stderr with status 1
+/// (clap's own convention is 2; scripts written for Coder test for 1).
+fn usage_error(error: clap::Error) -> ! {
+    let _ = error.print();
+    std::process::exit(if error.use_stderr() { 1 } else { 0 })
 }
 
 #[derive(Debug, Clone, clap::Args)]

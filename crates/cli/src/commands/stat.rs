@@ -72,6 +72,7 @@ pub enum TextFormat {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "verbatim")]
 pub enum Prefix {
     Ki,
     Mi,
