@@ -32,6 +32,9 @@ pub struct Sizes {
     pub capacity_window: Duration,
     /// P5: workspaces present when listing all of them.
     pub list_workspaces: usize,
+    /// P12: people with 90 days of usage the insights report on, and requests timed per route.
+    pub insights_users: usize,
+    pub insights_requests: usize,
     /// `coder server` restarts on an existing embedded cluster.
     pub startup_runs: usize,
     /// P7: sequential start/stop terraform builds measured (after the first build).
@@ -82,6 +85,8 @@ impl Sizes {
             capacity_rates: vec![350.0, 500.0, 700.0, 1000.0, 1400.0, 2000.0, 2800.0],
             capacity_window: Duration::from_secs(8),
             list_workspaces: 10_000,
+            insights_users: 1_000,
+            insights_requests: 40,
             startup_runs: 5,
             terraform_builds: 20,
             agents: 2_000,
@@ -150,6 +155,8 @@ impl Sizes {
             capacity_rates: vec![50.0, 100.0],
             capacity_window: Duration::from_secs(1),
             list_workspaces: 60,
+            insights_users: 20,
+            insights_requests: 5,
             startup_runs: 1,
             terraform_builds: 2,
             agents: 20,

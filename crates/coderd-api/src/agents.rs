@@ -36,6 +36,8 @@ pub fn routes() -> Router<AppState> {
         .route("/workspaceagents/me/rpc", get(rpc))
         .route("/workspaceagents/{id}", get(get_agent))
         .route("/workspaceagents/{id}/logs", get(agent_logs))
+        // Coder's older name for the same logs, still routed there.
+        .route("/workspaceagents/{id}/startup-logs", get(agent_logs))
         .route("/workspaceagents/{id}/watch-metadata", get(watch_metadata))
         .route(
             "/workspaceagents/{id}/watch-metadata-ws",

@@ -88,6 +88,7 @@ pub(super) async fn key_by_id(
     let user = resolve_user(&state, &auth, &user).await?;
     Ok(Json(tokens::api_key(
         tokens::owned(&state, &auth.subject, &user, &id).await?,
+        &user.username,
     )))
 }
 

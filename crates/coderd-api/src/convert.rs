@@ -29,6 +29,7 @@ pub fn organization(row: OrganizationRow) -> Organization {
         is_default: row.is_default,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        default_org_member_roles: Vec::new(),
     }
 }
 
@@ -54,5 +55,29 @@ pub fn member_with_user(row: MemberWithUserRow) -> OrganizationMemberWithUserDat
         avatar_url: row.avatar_url,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        status: row
+            .status
+            .parse()
+            .unwrap_or(codersdk::users::UserStatus::Active),
+        login_type: row
+            .login_type
+            .parse()
+            .unwrap_or(codersdk::users::LoginType::Password),
+        user_created_at: row.user_created_at,
+        user_updated_at: row.user_updated_at,
+        has_ai_seat: false,
     }
+}
+
+/// What a role grants at one level, as Coder lists a role's permissions.
+pub fn permissions(grants: &coderd_authz::Grants) -> Vec<codersdk::users::Permission> {
+    grants
+        .coder_permissions()
+        .into_iter()
+        .map(|(resource, action)| codersdk::users::Permission {
+            negate: false,
+            resource_type: resource.into(),
+            action: action.into(),
+        })
+        .collect()
 }

@@ -6,14 +6,14 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use codersdk::files::{CONTENT_TYPE_TAR, UploadResponse};
+use codersdk::files::{CONTENT_TYPE_TAR, CONTENT_TYPE_ZIP, UploadResponse};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::AppState;
+use super::{AppState, archive};
 use coderd_authz::{Action, Object, Resource};
 use coderd_http::error::{ApiError, ApiResult};
-use coderd_http::extract::{Auth, Json, Path};
+use coderd_http::extract::{Auth, Json, Path, Query};
 
 pub fn routes(max_file_bytes: usize) -> Router<AppState> {
     Router::new()
@@ -98,10 +98,10 @@ pub(super) async fn upload(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if content_type != CONTENT_TYPE_TAR {
+    if content_type != CONTENT_TYPE_TAR && content_type != CONTENT_TYPE_ZIP {
         return Err(
             ApiError::bad_request("Unsupported content type.").with_detail(format!(
-                "upload templates as {CONTENT_TYPE_TAR}, not {content_type:?}"
+                "upload templates as {CONTENT_TYPE_TAR} or {CONTENT_TYPE_ZIP}, not {content_type:?}"
             )),
         );
     }
@@ -119,6 +119,15 @@ pub(super) async fn upload(
         Action::Create,
         &Object::owned(Resource::File, None, auth.user.id),
     )?;
+    // Stored as tar whatever was sent, as Coder stores it: provisioners unpack only tar.
+    let body = if content_type == CONTENT_TYPE_ZIP {
+        Bytes::from(archive::zip_to_tar(&body).map_err(|e| {
+            ApiError::bad_request("File is not a valid template archive.")
+                .with_detail(e.to_string())
+        })?)
+    } else {
+        body
+    };
     validate_tar(&body).map_err(|detail| {
         ApiError::bad_request("File is not a valid template archive.").with_detail(detail)
     })?;
@@ -135,17 +144,42 @@ pub(super) async fn upload(
     Ok((status, Json(UploadResponse { hash: id })))
 }
 
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct DownloadParams {
+    #[serde(default)]
+    format: String,
+}
+
 #[utoipa::path(get, path = "/api/v2/files/{id}", tag = "Files",
-    params(("id" = Uuid, Path)), responses((status = 200, content_type = "application/x-tar")))]
+    params(("id" = Uuid, Path), ("format" = Option<String>, Query, description = "\"zip\" converts the archive to zip")),
+    responses((status = 200, content_type = "application/x-tar"), (status = 400, body = codersdk::Response)))]
 pub(super) async fn download(
     State(state): State<AppState>,
     auth: Auth,
     Path(id): Path<Uuid>,
+    Query(params): Query<DownloadParams>,
 ) -> ApiResult<Response> {
+    if !matches!(params.format.as_str(), "" | "zip") {
+        return Err(
+            ApiError::bad_request("Unsupported conversion format.").with_detail(format!(
+                "format must be \"zip\" or absent, not {:?}",
+                params.format
+            )),
+        );
+    }
     let file = state.store.file_by_id(id).await?;
     let object = Object::owned(Resource::File, None, file.created_by);
     if !auth.can(Action::Read, &object) && !can_read_through_templates(&auth) {
         return Err(ApiError::not_found());
+    }
+    if params.format == "zip" {
+        if file.mimetype != CONTENT_TYPE_TAR {
+            return Err(ApiError::bad_request(
+                "Only .tar files can be converted to .zip format.",
+            ));
+        }
+        let zip = archive::tar_to_zip(&file.data).map_err(ApiError::internal)?;
+        return Ok(([(header::CONTENT_TYPE, CONTENT_TYPE_ZIP)], zip).into_response());
     }
     Ok(([(header::CONTENT_TYPE, file.mimetype)], file.data).into_response())
 }

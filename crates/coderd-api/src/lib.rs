@@ -7,11 +7,14 @@
 mod agents;
 mod apikeys;
 mod appearance;
+mod archive;
 mod audit;
 mod convert;
+mod deployment;
 mod devcontainers;
 mod external_agents;
 mod files;
+mod insights;
 mod jobs;
 mod limit;
 mod meta;
@@ -20,7 +23,9 @@ mod organizations;
 mod provisioners;
 mod same_origin;
 mod secrets;
+mod template_versions;
 mod templates;
+mod user_settings;
 mod users;
 mod workspace_edits;
 mod workspace_usage;
@@ -70,10 +75,14 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
     let api = Router::new()
         .merge(meta::routes())
         .merge(users::routes())
+        .merge(user_settings::routes())
+        .merge(deployment::routes())
+        .merge(insights::routes())
         .merge(apikeys::routes())
         .merge(organizations::routes())
         .merge(files::routes(state.options.max_file_bytes))
         .merge(templates::routes())
+        .merge(template_versions::routes())
         .merge(workspaces::routes())
         .merge(workspace_watch::routes())
         .merge(workspace_usage::routes())

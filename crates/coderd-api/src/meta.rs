@@ -62,6 +62,7 @@ pub(super) async fn build_info(State(state): State<AppState>) -> Json<BuildInfoR
         provisioner_api_version: PROVISIONER_API_VERSION.into(),
         upgrade_message: String::new(),
         deployment_id: state.options.deployment_id.clone(),
+        telemetry: false,
     })
 }
 

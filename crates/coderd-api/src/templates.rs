@@ -15,6 +15,7 @@ use codersdk::templates::{
     UpdateTemplateMeta,
 };
 use codersdk::workspaces::WorkspaceResource;
+use sha2::Digest as _;
 use uuid::Uuid;
 
 use super::AppState;
@@ -131,28 +132,7 @@ pub(super) async fn create_version(
         }
         auth.authorize(Action::Update, &object)?;
     }
-    let file = state
-        .store
-        .file_meta(req.file_id)
-        .await
-        .map_err(|e| match e {
-            store::Error::NotFound => {
-                ApiError::bad_request("File does not exist.").with_detail(format!(
-                    "no file {}; upload the template with POST /api/v2/files first",
-                    req.file_id
-                ))
-            }
-            other => other.into(),
-        })?;
-    if file.created_by != auth.user.id
-        && !auth.can(
-            Action::Read,
-            &Object::owned(Resource::File, None, file.created_by),
-        )
-    {
-        return Err(ApiError::bad_request("File does not exist.")
-            .with_detail(format!("no file {}", req.file_id)));
-    }
+    let file_id = version_source(&state, &auth, &req).await?;
     let job_tags = tags::normalize(req.tags.clone(), Some(auth.user.id));
     let id = Uuid::new_v4();
     let user_values: Vec<VariableValue> = req
@@ -181,7 +161,7 @@ pub(super) async fn create_version(
             organization_id: org.id,
             initiator_id: auth.user.id,
             provisioner: req.provisioner,
-            file_id: file.id,
+            file_id,
             job_type: "template_version_import",
             input: serde_json::json!({ "template_version_id": id }),
             tags_key: tags::key(&job_tags),
@@ -210,6 +190,72 @@ pub(super) async fn create_version(
         })?;
     state.dispatcher.announce((&job).into());
     Ok((StatusCode::CREATED, Json(version(&state, row).await?)))
+}
+
+/// The archive a new version imports: the upload `file_id` names, or the starter template
+/// `example_id` names (stored as the caller's upload, so the version's files are kept alike).
+async fn version_source(
+    state: &AppState,
+    auth: &Auth,
+    req: &CreateTemplateVersionRequest,
+) -> ApiResult<Uuid> {
+    let from_example = !req.example_id.is_empty();
+    let from_file = !req.file_id.is_nil();
+    if from_example == from_file {
+        return Err(ApiError::validation(vec![codersdk::ValidationError {
+            field: "file_id".into(),
+            detail: "give either file_id (an upload) or example_id (a starter template)".into(),
+        }]));
+    }
+    if from_example {
+        let archive = coderd_core::examples::archive(&req.example_id).ok_or_else(|| {
+            ApiError::validation(vec![codersdk::ValidationError {
+                field: "example_id".into(),
+                detail: format!(
+                    "no starter template {:?}; GET /api/v2/templates/examples lists them",
+                    req.example_id
+                ),
+            }])
+        })?;
+        auth.authorize(
+            Action::Create,
+            &Object::owned(Resource::File, None, auth.user.id),
+        )?;
+        let hash = hex::encode(sha2::Sha256::digest(&archive));
+        let (id, _) = state
+            .store
+            .insert_file(
+                auth.user.id,
+                &hash,
+                codersdk::files::CONTENT_TYPE_TAR,
+                &archive,
+            )
+            .await?;
+        return Ok(id);
+    }
+    let file = state
+        .store
+        .file_meta(req.file_id)
+        .await
+        .map_err(|e| match e {
+            store::Error::NotFound => {
+                ApiError::bad_request("File does not exist.").with_detail(format!(
+                    "no file {}; upload the template with POST /api/v2/files first",
+                    req.file_id
+                ))
+            }
+            other => other.into(),
+        })?;
+    if file.created_by != auth.user.id
+        && !auth.can(
+            Action::Read,
+            &Object::owned(Resource::File, None, file.created_by),
+        )
+    {
+        return Err(ApiError::bad_request("File does not exist.")
+            .with_detail(format!("no file {}", req.file_id)));
+    }
+    Ok(file.id)
 }
 
 #[utoipa::path(get, path = "/api/v2/templateversions/{id}", tag = "Templates",
@@ -638,6 +684,10 @@ pub(super) async fn promote_version(
         return Err(ApiError::bad_request(
             "The template version does not belong to this template.",
         ));
+    }
+    if version.archived {
+        return Err(ApiError::bad_request("The template version is archived.")
+            .with_detail("unarchive it before promoting it"));
     }
     imported(&state, &version).await?;
     let log = template_entry(&auth, &template, AuditAction::Write)

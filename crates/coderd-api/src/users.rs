@@ -189,6 +189,10 @@ pub(super) async fn assignable_roles(auth: Auth) -> ApiResult<Json<Vec<Assignabl
                 name: r.name.into(),
                 display_name: r.display_name.into(),
                 organization_id: String::new(),
+                site_permissions: convert::permissions(&r.site),
+                organization_permissions: convert::permissions(&r.org),
+                user_permissions: convert::permissions(&r.user),
+                organization_member_permissions: Vec::new(),
                 assignable: auth.subject.can_assign_site_role(r.name),
                 built_in: true,
             })

@@ -65,6 +65,7 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/workspacebuilds/{id}/parameters", get(build_parameters))
         .route("/workspacebuilds/{id}/timings", get(build_timings))
+        .route("/workspaces/{id}/timings", get(workspace_timings))
 }
 
 /// A workspace the caller may see, or 404.
@@ -517,5 +518,25 @@ pub(super) async fn build_timings(
 ) -> ApiResult<Json<WorkspaceBuildTimings>> {
     let (build, _) = resolve::build(&state, &auth.subject, id).await?;
     let timings = state.store.build_timings(build.id).await?;
+    Ok(Json(render::build_timings(timings)))
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaces/{id}/timings", tag = "Workspaces",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = WorkspaceBuildTimings, description = "The timings of the workspace's latest build"),
+              (status = 404, body = codersdk::Response)))]
+pub(super) async fn workspace_timings(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<WorkspaceBuildTimings>> {
+    let workspace = resolve::workspace(&state, &auth.subject, id, Action::Read, false).await?;
+    let latest = state
+        .store
+        .latest_builds(&[workspace.id])
+        .await?
+        .pop()
+        .ok_or_else(ApiError::not_found)?;
+    let timings = state.store.build_timings(latest.id).await?;
     Ok(Json(render::build_timings(timings)))
 }

@@ -14,6 +14,7 @@
 //! that their existence does not leak.
 
 pub mod auth;
+mod names;
 mod roles;
 
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-pub use roles::{ORG_ROLES, RoleDef, SITE_ROLES, org_role, site_role};
+pub use roles::{Grants, ORG_ROLES, RoleDef, SITE_ROLES, org_role, site_role};
 
 /// Every kind of object the API guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -20,6 +20,7 @@ pub mod build_times;
 pub mod deployment_options;
 pub mod devcontainers;
 pub mod domain;
+pub mod examples;
 pub mod external_agents;
 pub mod limits;
 pub mod provisioners;

@@ -64,6 +64,8 @@ pub struct Options {
     pub audit_logs_retention: Duration,
     /// The server's options as given, for those who may read the deployment's configuration.
     pub config_options: crate::deployment_options::DeploymentOptions,
+    /// How clients name workspaces in SSH (`GET /deployment/ssh`).
+    pub ssh: SshSettings,
 }
 
 impl Options {
@@ -89,6 +91,28 @@ impl Options {
             quiet_hours: default_quiet_hours(),
             apps: crate::app_urls::Settings::default(),
             audit_logs_retention: Duration::ZERO,
+            config_options: Default::default(),
+            ssh: SshSettings::default(),
+        }
+    }
+}
+
+/// The host names clients give workspaces in SSH configs, and options they add to each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshSettings {
+    /// `coder config-ssh`'s hosts are `<prefix><workspace>`.
+    pub hostname_prefix: String,
+    /// Coder Connect's and the IDEs' hosts are `<workspace>.<agent>.<suffix>`.
+    pub hostname_suffix: String,
+    /// `Key Value` options added to every host, in order.
+    pub config_options: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for SshSettings {
+    fn default() -> Self {
+        Self {
+            hostname_prefix: "coder.".into(),
+            hostname_suffix: "coder".into(),
             config_options: Default::default(),
         }
     }

@@ -117,6 +117,7 @@ impl From<coderd_core::domain::Error> for ApiError {
             E::BadRequest { message, detail } => Self::bad_request(message).with_detail(detail),
             E::Validation(validations) => Self::validation(validations),
             E::Conflict { message, detail } => Self::conflict(message).with_detail(detail),
+            E::Gone { message } => Self::new(StatusCode::GONE, message),
             E::Internal(cause) => Self::internal(cause),
         }
     }

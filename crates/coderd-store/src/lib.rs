@@ -15,6 +15,7 @@ mod build_inputs;
 mod build_insert;
 mod completion;
 mod daemons;
+mod deployment_stats;
 mod external_agents;
 mod groups;
 mod jobs;
@@ -30,8 +31,11 @@ mod resources;
 mod site;
 mod subagents;
 mod tasks;
+mod template_version_edits;
 mod templates;
 mod timings;
+mod usage_rollups;
+mod user_configs;
 mod user_links;
 mod user_secrets;
 mod users;
@@ -56,6 +60,7 @@ pub use build_facts::BuildFacts;
 pub use build_inputs::BuildInputs;
 pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
+pub use deployment_stats::{AgentTotals, WorkspaceCounts};
 pub use external_agents::{ExternalAgentRow, LatestBuildExternal, SealedAgentToken};
 pub use groups::{AclChange, GroupChanges, GroupMemberRow, GroupRow, GroupSync, NewGroup};
 pub use jobs::{
@@ -70,11 +75,13 @@ pub use prepared_completion::CompletionFacts;
 pub use presets::PresetRow;
 pub use resources::{AgentRow, AgentTree, AppRow, MetadataRow, ResourceRow, ResourceTree};
 pub use tasks::{NewTask, TaskQuery, TaskRow};
+pub use template_version_edits::Archiving;
 pub use templates::{
     FileMeta, FileRow, ImportResult, NewTemplate, NewTemplateVersion, TemplateChanges, TemplateRow,
     TemplateScheduleRow, TemplateVersionRow,
 };
 pub use timings::{BuildTimings, ConnectionTimingRow, ProvisionerTimingRow, ScriptTimingRow};
+pub use usage_rollups::{ParameterUsageRow, UsageKinds, UsageSecs, UserActivityRow};
 pub use user_links::LinkUpdate;
 pub use user_secrets::{UserSecretChanges, UserSecretRow};
 use users::insert_user;

@@ -38,6 +38,10 @@ pub struct MemberWithUserRow {
     pub email: String,
     pub avatar_url: String,
     pub rbac_roles: Vec<String>,
+    pub status: String,
+    pub login_type: String,
+    pub user_created_at: DateTime<Utc>,
+    pub user_updated_at: DateTime<Utc>,
 }
 
 impl Store {
@@ -164,7 +168,9 @@ impl Store {
             Ok(sqlx::query_as!(
                 MemberWithUserRow,
                 r#"SELECT m.organization_id, m.user_id, m.roles, m.created_at, m.updated_at,
-                          u.username, u.name, u.email, u.avatar_url, u.rbac_roles
+                          u.username, u.name, u.email, u.avatar_url, u.rbac_roles,
+                          u.status, u.login_type, u.created_at AS user_created_at,
+                          u.updated_at AS user_updated_at
                    FROM organization_members m JOIN users u ON u.id = m.user_id
                    WHERE m.organization_id = $1 AND NOT u.deleted
                    ORDER BY lower(u.username)"#,

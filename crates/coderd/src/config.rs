@@ -75,6 +75,16 @@ pub struct ServerConfig {
     /// resources, app hosts, SSH configs), so it is off by default, as in Coder.
     #[arg(long, env = "CODER_ALLOW_WORKSPACE_RENAMES")]
     pub allow_workspace_renames: bool,
+    /// The prefix of the SSH hosts `coder config-ssh` writes (`<prefix><workspace>`).
+    #[arg(long, env = "CODER_SSH_HOSTNAME_PREFIX", default_value = "coder.")]
+    pub ssh_hostname_prefix: String,
+    /// The suffix of workspace host names (`<workspace>.<agent>.<suffix>`) that IDEs and
+    /// `coder ssh` accept.
+    #[arg(long, env = "CODER_WORKSPACE_HOSTNAME_SUFFIX", default_value = "coder")]
+    pub workspace_hostname_suffix: String,
+    /// SSH options clients add to every workspace host, as "Key=Value" (comma-separated).
+    #[arg(long, env = "CODER_SSH_CONFIG_OPTIONS", value_delimiter = ',', value_parser = ssh_option)]
+    pub ssh_config_options: Vec<(String, String)>,
     /// How often the lifecycle executor looks for workspaces to start, stop, make dormant or
     /// delete.
     #[arg(
@@ -345,6 +355,9 @@ impl std::fmt::Debug for ServerConfig {
                 &self.disable_owner_workspace_access,
             )
             .field("allow_workspace_renames", &self.allow_workspace_renames)
+            .field("ssh_hostname_prefix", &self.ssh_hostname_prefix)
+            .field("workspace_hostname_suffix", &self.workspace_hostname_suffix)
+            .field("ssh_config_options", &self.ssh_config_options)
             .field(
                 "oidc_issuer_url",
                 &self.oidc_issuer_url.as_ref().map(Url::as_str),
@@ -522,6 +535,23 @@ fn wildcard(s: &str) -> Result<String, String> {
 }
 
 /// Validated here so a bad schedule stops the server at startup with the flag's name.
+/// One SSH option, `Key=Value` or `Key Value` as ssh_config writes them.
+fn ssh_option(s: &str) -> Result<(String, String), String> {
+    let s = s.trim();
+    let (key, value) = s
+        .split_once('=')
+        .or_else(|| s.split_once(char::is_whitespace))
+        .ok_or_else(|| format!("{s:?} is not \"Key=Value\""))?;
+    let (key, value) = (key.trim(), value.trim());
+    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!("{key:?} is not an SSH option name"));
+    }
+    if value.is_empty() || value.contains(['\n', '\r']) {
+        return Err(format!("the value of {key} must be one non-empty line"));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
 fn quiet_hours(s: &str) -> Result<String, String> {
     coderd_schedule::Schedule::daily(s)
         .map(|_| s.to_string())

@@ -222,6 +222,11 @@ pub async fn run_with(
         deployment.provisioner_psk = config.provisioner_daemon_psk.clone();
         deployment.disable_owner_workspace_access = config.disable_owner_workspace_access;
         deployment.allow_workspace_renames = config.allow_workspace_renames;
+        deployment.ssh = coderd_core::state::SshSettings {
+            hostname_prefix: config.ssh_hostname_prefix.clone(),
+            hostname_suffix: config.workspace_hostname_suffix.clone(),
+            config_options: config.ssh_config_options.iter().cloned().collect(),
+        };
         deployment.oidc = config.oidc_settings().map_err(Error::Config)?;
         deployment.github = config.github_settings().map_err(Error::Config)?;
         deployment.disable_password_auth = config.disable_password_auth;

@@ -17,8 +17,18 @@ pub struct ApiKey {
     pub updated_at: DateTime<Utc>,
     pub login_type: LoginType,
     pub scope: String,
+    /// Coder's newer list form of `scope`.
+    #[serde(default)]
+    pub scopes: Vec<String>,
     pub token_name: String,
     pub lifetime_seconds: i64,
+    /// The owner's username (Coder's `APIKeyWithOwner`).
+    #[serde(default)]
+    pub username: String,
+    /// Objects the key is limited to; empty, as keys here are not narrowed to objects.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub allow_list: Vec<serde_json::Value>,
 }
 
 /// `POST /users/{user}/keys/tokens`. `lifetime` is in nanoseconds, as Go's `time.Duration`;

@@ -152,6 +152,9 @@ pub struct AuditLog {
 pub struct AuditLogResponse {
     pub audit_logs: Vec<AuditLog>,
     pub count: i64,
+    /// The most `count` counts to (Coder stops counting there); 0 when counts are exact.
+    #[serde(default)]
+    pub count_cap: i64,
 }
 
 impl crate::Client {

@@ -13,6 +13,9 @@ pub struct BuildInfoResponse {
     pub provisioner_api_version: String,
     pub upgrade_message: String,
     pub deployment_id: String,
+    /// Whether the deployment reports telemetry; coder-rs never does.
+    #[serde(default)]
+    pub telemetry: bool,
 }
 
 impl crate::Client {

@@ -10,6 +10,9 @@ pub struct UploadResponse {
     pub hash: Uuid,
 }
 
+/// Zip uploads are converted to tar when stored.
+pub const CONTENT_TYPE_ZIP: &str = "application/zip";
+
 pub const CONTENT_TYPE_TAR: &str = "application/x-tar";
 
 /// The body of `POST /files` as the OpenAPI document describes it: the raw bytes of a tar

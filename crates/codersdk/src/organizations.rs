@@ -17,6 +17,9 @@ pub struct Organization {
     pub is_default: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Organization roles every new member gets.
+    #[serde(default)]
+    pub default_org_member_roles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -51,6 +54,12 @@ pub struct OrganizationMemberWithUserData {
     pub roles: Vec<SlimRole>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub status: crate::users::UserStatus,
+    pub login_type: crate::users::LoginType,
+    pub user_created_at: DateTime<Utc>,
+    pub user_updated_at: DateTime<Utc>,
+    #[serde(default)]
+    pub has_ai_seat: bool,
 }
 
 impl crate::Client {

@@ -172,7 +172,9 @@ pub struct ProvisionerDaemonJob {
 pub struct ProvisionerDaemon {
     pub id: Uuid,
     pub organization_id: Uuid,
-    pub key_id: Option<Uuid>,
+    /// The provisioner key the daemon authenticated with; the nil UUID for daemons that
+    /// authenticated otherwise (built in, a session token, the pre-shared key).
+    pub key_id: Uuid,
     pub created_at: DateTime<Utc>,
     pub last_seen_at: Option<DateTime<Utc>>,
     pub name: String,

@@ -51,6 +51,20 @@ pub struct Template {
     pub cors_behavior: String,
     /// p50/p95 build times (ms) of recent `start`, `stop` and `delete` builds.
     pub build_time_stats: std::collections::BTreeMap<String, TransitionStats>,
+    /// Reads never return deleted templates, so this is false wherever one is shown.
+    #[serde(default)]
+    pub deleted: bool,
+    /// Whether builds skip Terraform's module cache (they never cache modules here).
+    #[serde(default)]
+    pub disable_module_cache: bool,
+    /// Parameters are asked as a form from the version's declarations (Coder's classic flow),
+    /// not through its dynamic-parameters WebSocket, which is not served here.
+    #[serde(default = "classic_parameter_flow")]
+    pub use_classic_parameter_flow: bool,
+}
+
+fn classic_parameter_flow() -> bool {
+    true
 }
 
 /// Days a restart is required (Monday first), every `weeks` weeks (counted from Monday
@@ -217,7 +231,12 @@ pub struct CreateTemplateVersionRequest {
     pub template_id: Option<Uuid>,
     #[serde(default)]
     pub storage_method: String,
+    /// The uploaded archive; nil when `example_id` names a starter template instead.
+    #[serde(default)]
     pub file_id: Uuid,
+    /// A starter template (`GET /templates/examples`) to import instead of an upload.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub example_id: String,
     pub provisioner: String,
     #[serde(default)]
     pub tags: std::collections::BTreeMap<String, String>,
@@ -400,4 +419,43 @@ impl crate::Client {
         )
         .await
     }
+}
+
+/// A starter template built into the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TemplateExample {
+    /// A slug (`docker`), not a UUID.
+    pub id: String,
+    pub url: String,
+    pub name: String,
+    pub description: String,
+    pub icon: String,
+    pub tags: Vec<String>,
+    /// The README, as Markdown.
+    pub markdown: String,
+}
+
+/// `PATCH /templateversions/{id}`: an absent or empty name keeps the name; an absent message
+/// keeps the message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchTemplateVersionRequest {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveTemplateVersionsRequest {
+    /// Archive every unused version, not only those whose import failed.
+    #[serde(default)]
+    pub all: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ArchiveTemplateVersionsResponse {
+    pub template_id: Uuid,
+    pub archived_ids: Vec<Uuid>,
 }

@@ -95,6 +95,9 @@ pub struct User {
     pub organization_ids: Vec<Uuid>,
     pub roles: Vec<SlimRole>,
     pub theme_preference: String,
+    /// Whether the user holds one of Coder's AI seats (a licence count; nobody does here).
+    #[serde(default)]
+    pub has_ai_seat: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -206,8 +209,28 @@ pub struct AssignableRole {
     pub display_name: String,
     #[serde(default)]
     pub organization_id: String,
+    /// On every object of a resource.
+    #[serde(default)]
+    pub site_permissions: Vec<Permission>,
+    /// On objects in the organization where the role is held.
+    #[serde(default)]
+    pub organization_permissions: Vec<Permission>,
+    /// On objects the holder owns.
+    #[serde(default)]
+    pub user_permissions: Vec<Permission>,
+    /// On objects the holder owns inside the organization.
+    #[serde(default)]
+    pub organization_member_permissions: Vec<Permission>,
     pub assignable: bool,
     pub built_in: bool,
+}
+
+/// One thing a role allows: `action` on objects of `resource_type` (`*` for any).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Permission {
+    pub negate: bool,
+    pub resource_type: String,
+    pub action: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -140,6 +140,10 @@ pub struct WorkspaceApp {
     pub group: String,
     pub hidden: bool,
     pub open_in: String,
+    /// Statuses an AI task's app reported; apps report none here.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub statuses: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -212,6 +216,9 @@ pub struct WorkspaceAgent {
     /// resources.
     #[serde(default)]
     pub parent_id: Option<Uuid>,
+    /// Sandboxes the agent runs inside (Coder's envbox, exectrace); it reports none.
+    #[serde(default)]
+    pub subsystems: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -307,6 +314,16 @@ pub struct Workspace {
     pub favorite: bool,
     /// When the autostart schedule next starts the workspace (none without a schedule).
     pub next_start_at: Option<DateTime<Utc>>,
+    /// Whether this is a prebuilt workspace waiting to be claimed.
+    #[serde(default)]
+    pub is_prebuild: bool,
+    /// The newest status an AI task's app reported; apps report none here.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub latest_app_status: Option<serde_json::Value>,
+    /// See `Template::use_classic_parameter_flow`.
+    #[serde(default)]
+    pub template_use_classic_parameter_flow: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -64,6 +64,7 @@ impl PageError {
                 StatusCode::UNAUTHORIZED
             }
             Self::Domain(coderd_core::domain::Error::Validation(_)) => StatusCode::BAD_REQUEST,
+            Self::Domain(coderd_core::domain::Error::Gone { .. }) => StatusCode::GONE,
             Self::Domain(_) | Self::Render(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -11,6 +11,7 @@ pub mod ceiling;
 pub mod cpu_cost;
 pub mod create;
 pub mod dashboard;
+pub mod insights;
 pub mod list;
 pub mod pickup;
 pub mod prebuilds;

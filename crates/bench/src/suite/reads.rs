@@ -1,6 +1,6 @@
 //! The read scenarios and their rows: P4 (the dashboard's read mix at a fixed open-loop rate),
-//! P4b (the same mix stepped up until its p95 passes 30 ms: the capacity) and P5 (listing every
-//! workspace). In the full suite they run on the deployment the build scenarios left (P4b's
+//! P4b (the same mix stepped up until its p95 passes 30 ms: the capacity), P5 (listing every
+//! workspace) and P12 (the insights over 90 days of usage, beside P5's workspaces). In the full suite they run on the deployment the build scenarios left (P4b's
 //! ladder on a second coderd of it, see [`capacity`]); alone
 //! (`--only reads`) on their own server, after one closed-loop build window that leaves the
 //! template a build history like the one the suite's P2 leaves.
@@ -18,7 +18,7 @@ use crate::procs::Cluster;
 use crate::report::{Check, Report, Row};
 use crate::scenarios::api::{self, Mix};
 use crate::scenarios::cpu_cost::{self, CpuCost};
-use crate::scenarios::{builds, list};
+use crate::scenarios::{builds, insights, list};
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
 
@@ -54,6 +54,8 @@ pub(super) struct ReadsRun {
     p5: Vec<f64>,
     p5_bytes: usize,
     listed: usize,
+    /// P12: each insights route's latencies.
+    p12: Vec<(&'static str, Percentiles)>,
 }
 
 /// Clones `source` until `count` workspaces exist; returns how many there are.
@@ -117,6 +119,7 @@ pub(super) async fn measure(
         p5: Vec::new(),
         p5_bytes: 0,
         listed: 0,
+        p12: Vec::new(),
     };
     for _ in 0..sizes.runs {
         let measured = api::run(
@@ -186,6 +189,25 @@ pub(super) async fn measure(
     }
     run.listed = total;
     report.counts.insert("p5_listed".into(), total);
+
+    progress.step(&format!(
+        "P12 insights: seeding {} users with {} days of usage",
+        sizes.insights_users,
+        insights::DAYS
+    ));
+    let hourly = insights::seed(&deploy.pool, template, sizes.insights_users).await?;
+    report
+        .counts
+        .insert("p12_hourly_rows".into(), usize::try_from(hourly)?);
+    for (label, path) in insights::routes(template) {
+        progress.step(&format!("P12 {label}"));
+        let samples =
+            insights::time(deploy, &path, warmups.max(2), sizes.insights_requests).await?;
+        run.p12.push((
+            label,
+            Percentiles::of(&samples).context("P12 measured no request")?,
+        ));
+    }
     Ok(run)
 }
 
@@ -257,8 +279,21 @@ async fn capacity(
     steps
 }
 
-/// The P4, P4b and P5 rows.
+/// The P4, P4b, P5 and P12 rows.
 pub(super) fn rows(report: &mut Report, sizes: &Sizes, run: &ReadsRun) {
+    for (label, p) in &run.p12 {
+        report.rows.push(
+            Row::new("P12", &format!("insights: {label} p95"), "ms", &[p.p95])
+                .goal("≤ 100 ms", Check::max(100.0))
+                .note(format!(
+                    "p50 {:.1} ms; {} users × {} days of usage, {} workspaces",
+                    p.p50,
+                    sizes.insights_users,
+                    insights::DAYS,
+                    run.listed
+                )),
+        );
+    }
     let p4 = |f: fn(&Percentiles) -> f64| -> Vec<f64> { run.p4.iter().map(f).collect() };
     report.rows.push(
         Row::new("P4", "API reads p50", "ms", &p4(|p| p.p50)).note(format!(

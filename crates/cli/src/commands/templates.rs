@@ -457,6 +457,7 @@ async fn push(client: &Client, args: PushArgs, mode: Mode) -> anyhow::Result<()>
                 template_id: existing.as_ref().map(|t| t.id),
                 storage_method: "file".into(),
                 file_id: file.hash,
+                example_id: String::new(),
                 provisioner: args.provisioner,
                 tags: tags.into_iter().collect(),
                 user_variable_values: variables

@@ -82,7 +82,12 @@ pub(crate) async fn audit_logs(
             render_entry(row, user)
         })
         .collect();
-    Ok(Json(AuditLogResponse { audit_logs, count }))
+    Ok(Json(AuditLogResponse {
+        audit_logs,
+        count,
+        // Counts here are exact.
+        count_cap: 0,
+    }))
 }
 
 /// A stored entry as the API shows it; `None` for a row whose type or action this version

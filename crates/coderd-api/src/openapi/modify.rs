@@ -17,6 +17,10 @@ const UNAUTHENTICATED: &[(&str, HttpMethod)] = &[
     ("/api/v2/users/first", HttpMethod::Get),
     ("/api/v2/users/first", HttpMethod::Post),
     ("/api/v2/users/login", HttpMethod::Post),
+    ("/api/v2/users/validate-password", HttpMethod::Post),
+    ("/api/v2/updatecheck", HttpMethod::Get),
+    ("/api/v2/auth/scopes", HttpMethod::Get),
+    ("/api/v2/csp/reports", HttpMethod::Post),
 ];
 
 const SESSION_TOKEN: &str = "CoderSessionToken";

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use coderd_store::{
     ApiKeyRow, GroupRow, KeyRow, MemberRow, NewApiKey, NewBuild, NewGroup, NewTemplate,
     NewTemplateVersion, NewUser, NewWorkspace, OrganizationRow, TemplateChanges, TemplateRow,
-    TemplateScheduleRow, UserRow, WorkspaceRow,
+    TemplateScheduleRow, TemplateVersionRow, UserRow, WorkspaceRow,
 };
 
 /// One recorded field of a resource.
@@ -308,6 +308,21 @@ impl Auditable for NewTemplateVersion {
             ("message", plain(&self.message)),
             ("created_by", plain(self.created_by)),
             ("job_id", plain(self.job.id)),
+        ]
+    }
+}
+
+impl Auditable for TemplateVersionRow {
+    fn audit_fields(&self) -> Vec<(&'static str, Field)> {
+        vec![
+            ("id", plain(self.id)),
+            ("template_id", plain(self.template_id)),
+            ("organization_id", plain(self.organization_id)),
+            ("name", plain(&self.name)),
+            ("message", plain(&self.message)),
+            ("archived", plain(self.archived)),
+            ("created_by", plain(self.created_by)),
+            ("job_id", plain(self.job_id)),
         ]
     }
 }

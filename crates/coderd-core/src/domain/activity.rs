@@ -36,6 +36,8 @@ pub async fn report(
             }]));
         }
     }
-    state.relay_usage.touch(row.id);
+    state
+        .relay_usage
+        .touch(row.id, agent_and_app.map(|(_, app)| app));
     Ok(())
 }

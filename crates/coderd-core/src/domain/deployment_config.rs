@@ -2,6 +2,8 @@
 //! deployment overview): the server's options with their sources, secrets blanked. Only those
 //! who may read the deployment's configuration may see it.
 
+use codersdk::deployment::{DeploymentConfig, SSHConfigResponse, SerpentOption};
+
 use super::Result;
 use crate::deployment_options::DeploymentOption;
 use crate::state::AppState;
@@ -23,4 +25,54 @@ pub fn options(state: &AppState, subject: &Subject) -> Result<Vec<DeploymentOpti
         .cloned()
         .map(DeploymentOption::redacted)
         .collect())
+}
+
+/// The configuration as Coder's API shapes it: each option described, and every value by the
+/// name Coder's configuration gives it (the flag's, with underscores).
+pub fn config(state: &AppState, subject: &Subject) -> Result<DeploymentConfig> {
+    let options = options(state, subject)?;
+    let config = options
+        .iter()
+        .filter(|o| !o.secret())
+        .map(|o| (o.flag.replace('-', "_"), json_value(o.value())))
+        .collect();
+    let options = options
+        .into_iter()
+        .map(|o| SerpentOption {
+            name: o.flag.clone(),
+            description: o.description.clone(),
+            env: o.env.clone().unwrap_or_default(),
+            default: o.default.clone(),
+            value: (!o.secret()).then(|| json_value(o.value())),
+            hidden: o.hidden,
+            value_source: o.source.as_str().to_owned(),
+            annotations: if o.secret() {
+                [("secret".to_owned(), "true".to_owned())].into()
+            } else {
+                Default::default()
+            },
+            flag: o.flag,
+        })
+        .collect();
+    Ok(DeploymentConfig { config, options })
+}
+
+/// Switches stay JSON booleans, as Coder's clients test them; everything else is its text.
+fn json_value(value: &str) -> serde_json::Value {
+    match value {
+        "true" => serde_json::Value::Bool(true),
+        "false" => serde_json::Value::Bool(false),
+        other => serde_json::Value::String(other.to_owned()),
+    }
+}
+
+/// How clients name workspaces in SSH; every signed-in user may read it, as `coder
+/// config-ssh` and the IDE extensions do.
+pub fn ssh(state: &AppState) -> SSHConfigResponse {
+    let ssh = &state.options.ssh;
+    SSHConfigResponse {
+        hostname_prefix: ssh.hostname_prefix.clone(),
+        hostname_suffix: ssh.hostname_suffix.clone(),
+        ssh_config_options: ssh.config_options.clone(),
+    }
 }

@@ -34,6 +34,10 @@ pub enum Error {
     /// The request conflicts with the current state (a name taken, a build already active).
     #[error("{message}")]
     Conflict { message: String, detail: String },
+    /// The object existed and was deleted; the caller may still see it by asking for deleted
+    /// objects.
+    #[error("{message}")]
+    Gone { message: String },
     /// The database failed or an invariant broke; the cause is logged, never shown.
     #[error("{0}")]
     Internal(String),
@@ -86,7 +90,7 @@ impl Error {
             | Self::BadRequest { detail: d, .. }
             | Self::Conflict { detail: d, .. }
             | Self::Forbidden { detail: d } => *d = detail.into(),
-            Self::NotFound | Self::Validation(_) | Self::Internal(_) => {}
+            Self::NotFound | Self::Validation(_) | Self::Gone { .. } | Self::Internal(_) => {}
         }
         self
     }

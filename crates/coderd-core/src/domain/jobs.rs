@@ -230,7 +230,7 @@ pub async fn daemon(state: &AppState, row: DaemonRow) -> Result<ProvisionerDaemo
     Ok(ProvisionerDaemon {
         id: row.id,
         organization_id: row.organization_id,
-        key_id: row.key_id,
+        key_id: row.key_id.unwrap_or_default(),
         created_at: row.created_at,
         last_seen_at: Some(row.last_seen_at),
         tags: daemon_tags(&row),

@@ -105,6 +105,7 @@ pub fn app(row: AppRow) -> WorkspaceApp {
         group: row.display_group,
         hidden: row.hidden,
         open_in: row.open_in,
+        statuses: Vec::new(),
     }
 }
 
@@ -198,6 +199,7 @@ pub fn agent(tree: AgentTree) -> WorkspaceAgent {
             .collect(),
         startup_script_behavior: behavior.into(),
         parent_id: row.parent_id,
+        subsystems: Vec::new(),
     }
 }
 
@@ -341,5 +343,6 @@ pub fn user(row: UserRow, organization_ids: Vec<Uuid>) -> User {
         login_type: row.login_type.parse().unwrap_or(LoginType::Password),
         organization_ids,
         theme_preference: String::new(),
+        has_ai_seat: false,
     }
 }

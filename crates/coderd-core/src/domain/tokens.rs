@@ -15,9 +15,12 @@ use crate::state::AppState;
 use coderd_authz::{self as authz, Action, Object, Resource, Subject};
 use coderd_store::{ApiKeyRow, UserRow};
 
-/// A key as the API shows it: never its secret.
-pub fn api_key(row: ApiKeyRow) -> ApiKey {
+/// A key of `owner` as the API shows it: never its secret.
+pub fn api_key(row: ApiKeyRow, owner: &str) -> ApiKey {
     ApiKey {
+        scopes: vec![row.scope.clone()],
+        username: owner.to_owned(),
+        allow_list: Vec::new(),
         id: row.id,
         user_id: row.user_id,
         last_used: row.last_used,
@@ -56,7 +59,10 @@ fn random_token_name() -> String {
 pub async fn list(state: &AppState, subject: &Subject, user: &UserRow) -> Result<Vec<ApiKey>> {
     authz::authorize(subject, Action::Read, &keys_of(user))?;
     let rows = state.store.api_tokens_of_user(user.id).await?;
-    Ok(rows.into_iter().map(api_key).collect())
+    Ok(rows
+        .into_iter()
+        .map(|row| api_key(row, &user.username))
+        .collect())
 }
 
 /// The token of `user` named `name`.
@@ -67,7 +73,10 @@ pub async fn by_name(
     name: &str,
 ) -> Result<ApiKey> {
     authz::authorize(subject, Action::Read, &keys_of(user))?;
-    Ok(api_key(state.store.api_key_by_name(user.id, name).await?))
+    Ok(api_key(
+        state.store.api_key_by_name(user.id, name).await?,
+        &user.username,
+    ))
 }
 
 /// Mints a token for `user`; returns the secret to show once. `lifetime_nanos` is Coder's

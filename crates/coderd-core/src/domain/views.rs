@@ -185,6 +185,9 @@ fn workspace_view(state: &AppState, row: WorkspaceRow, latest_build: WorkspaceBu
         next_start_at: row
             .next_start_at
             .filter(|_| row.template_allow_user_autostart),
+        is_prebuild: row.owner_id == coderd_store::PREBUILDS_USER_ID,
+        latest_app_status: None,
+        template_use_classic_parameter_flow: true,
     }
 }
 
@@ -210,15 +213,18 @@ pub async fn readable_workspace(
     id: Uuid,
     include_deleted: bool,
 ) -> Result<Workspace> {
-    let (row, latest, facts) = state
-        .store
-        .workspace_with_latest_build(id, include_deleted)
-        .await?;
+    // Deleted ones are looked up too: one the caller could see answers 410, as Coder's does.
+    let (row, latest, facts) = state.store.workspace_with_latest_build(id, true).await?;
     authz::authorize(
         subject,
         Action::Read,
         &super::resolve::workspace_object(&row),
     )?;
+    if row.deleted && !include_deleted {
+        return Err(Error::Gone {
+            message: format!("Workspace {id:?} was deleted; add ?include_deleted=true to see it."),
+        });
+    }
     render_workspaces(state, vec![row], latest, facts)
         .await?
         .pop()
@@ -339,6 +345,9 @@ fn template_view(
         max_port_share_level: row.max_port_share_level,
         cors_behavior: row.cors_behavior,
         build_time_stats,
+        deleted: row.deleted,
+        disable_module_cache: false,
+        use_classic_parameter_flow: true,
     }
 }
 

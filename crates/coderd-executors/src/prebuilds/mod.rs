@@ -59,6 +59,12 @@ pub fn spawn(
                 () = shutdown.cancelled() => return,
                 _ = interval.tick() => {}
             }
+            // An administrator's pause holds on every replica until it is lifted.
+            match coderd_core::domain::prebuild_settings::current(&state).await {
+                Ok(settings) if settings.reconciliation_paused => continue,
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "prebuilds: cannot read the settings"),
+            }
             if let Err(e) = pass(&state, options.backoff).await {
                 tracing::warn!(error = %e, "prebuilds: reconciliation pass failed");
             }

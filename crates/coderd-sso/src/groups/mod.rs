@@ -437,6 +437,7 @@ fn full_user(row: UserRow, org: Uuid) -> User {
         organization_ids: vec![org],
         roles,
         theme_preference: String::new(),
+        has_ai_seat: false,
     }
 }
 

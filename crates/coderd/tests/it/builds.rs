@@ -220,7 +220,7 @@ async fn a_workspace_lives_and_dies_with_state_handed_from_build_to_build() -> a
     assert_eq!(delete.status, WorkspaceStatus::Deleted);
     assert_eq!(
         status(&owner.workspace(ws.id).await.expect_err("deleted")),
-        404
+        410
     );
     assert!(
         owner

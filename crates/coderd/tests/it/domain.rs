@@ -196,7 +196,7 @@ async fn template_managers_orphan_a_workspace_and_its_delete_starts_from_no_stat
     );
     assert_eq!(
         status(&member.workspace(ws.id).await.expect_err("gone")),
-        404
+        410
     );
     Ok(())
 }

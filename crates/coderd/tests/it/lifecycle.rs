@@ -491,7 +491,7 @@ async fn an_unused_workspace_goes_dormant_refuses_to_start_and_is_deleted() -> a
     assert_eq!(deleted.latest_build.reason, "autodelete");
     assert_eq!(
         member.workspace(ws.id).await.err().and_then(|e| e.status()),
-        Some(404)
+        Some(410)
     );
     Ok(())
 }

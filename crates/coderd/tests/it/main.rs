@@ -1,6 +1,7 @@
 //! coderd's integration tests: the real HTTP API on a real PostgreSQL.
 
 mod agents;
+mod api_parity;
 mod app_origins;
 mod apps;
 mod audit;
@@ -13,6 +14,7 @@ mod external_agents;
 mod files;
 mod github;
 mod groups;
+mod insights;
 mod lifecycle;
 mod lifecycle_ha;
 mod limits;
@@ -26,10 +28,13 @@ mod presets;
 mod queue;
 mod rbac;
 mod relay;
+mod required_fields;
 mod resource_rows;
 mod robustness;
 mod same_origin;
 mod schedules;
 mod secrets;
+mod self_service;
+mod support;
 mod tasks;
 mod users;

@@ -142,6 +142,175 @@ fn rows() -> Vec<Row> {
             None,
             [201, 403, 403, 403, 404, 404],
         ),
+        // A user's own settings: theirs, and those who may update users.
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/appearance",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/users/{victim}/appearance",
+            Some(json!({"theme_preference": "dark"})),
+            [200, 200, 403, 403, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/users/{victim}/profile",
+            Some(json!({"username": "{victim}", "name": "Renamed"})),
+            [200, 200, 403, 403, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/login-type",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/keys/tokens/tokenconfig",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/autofill-parameters?template_id={template}",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(M::GET, "/api/v2/users/me/appearance", None, [200; 6]),
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/quiet-hours",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(M::GET, "/api/v2/users/me/quiet-hours", None, [200; 6]),
+        // Everyone shares the deployment's quiet hours.
+        row(
+            M::PUT,
+            "/api/v2/users/me/quiet-hours",
+            Some(json!({"schedule": "CRON_TZ=UTC 0 2 * * *"})),
+            [403; 6],
+        ),
+        // Insights: the deployment's for owners, templates' for who may change them.
+        row(
+            M::GET,
+            "/api/v2/insights/daus",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/templates/{template}/daus",
+            None,
+            [200, 403, 200, 403, 403, 200],
+        ),
+        row(
+            M::GET,
+            "/api/v2/insights/user-activity?start_time=2026-01-01T00:00:00Z&end_time=2026-01-08T00:00:00Z",
+            None,
+            [200, 404, 200, 403, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/insights/user-latency?start_time=2026-01-01T00:00:00Z&end_time=2026-01-08T00:00:00Z",
+            None,
+            [200, 404, 200, 403, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/insights/templates?start_time=2026-01-01T00:00:00Z&end_time=2026-01-08T00:00:00Z&template_ids={template}",
+            None,
+            [200, 403, 200, 403, 403, 200],
+        ),
+        row(
+            M::GET,
+            "/api/v2/insights/user-status-counts",
+            None,
+            // Those who read every user.
+            [200, 200, 200, 200, 403, 403],
+        ),
+        row(
+            M::POST,
+            "/api/v2/users/validate-password",
+            Some(json!({"password": "a long enough password"})),
+            [200; 6],
+        ),
+        // Deployment reads.
+        row(
+            M::GET,
+            "/api/v2/deployment/config",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/deployment/stats",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
+        row(M::GET, "/api/v2/deployment/ssh", None, [200; 6]),
+        row(M::GET, "/api/v2/experiments", None, [200; 6]),
+        row(M::GET, "/api/v2/experiments/available", None, [200; 6]),
+        row(M::GET, "/api/v2/updatecheck", None, [200; 6]),
+        row(M::GET, "/api/v2/regions", None, [200; 6]),
+        row(M::GET, "/api/v2/auth/scopes", None, [200; 6]),
+        row(
+            M::POST,
+            "/api/v2/authcheck",
+            Some(json!({"checks": {}})),
+            [200; 6],
+        ),
+        row(M::POST, "/api/v2/csp/reports", Some(json!({})), [200; 6]),
+        row(
+            M::GET,
+            "/api/v2/prebuilds/settings",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/prebuilds/settings",
+            Some(json!({"reconciliation_paused": false})),
+            [200, 404, 404, 404, 404, 404],
+        ),
+        // Starter templates: for those who may read or create templates in general (members
+        // see templates only through access lists).
+        row(
+            M::GET,
+            "/api/v2/templates/examples",
+            None,
+            [200, 404, 200, 200, 404, 200],
+        ),
+        row(
+            M::GET,
+            "/api/v2/organizations/coder/templates/examples",
+            None,
+            [200, 404, 200, 200, 404, 200],
+        ),
+        // Template versions after import: for those who may update the template; those who
+        // only see it (its access list lets everyone use it) are refused.
+        row(
+            M::PATCH,
+            "/api/v2/templateversions/{version}",
+            Some(json!({"message": "edited"})),
+            [200, 403, 200, 403, 403, 200],
+        ),
+        row(
+            M::POST,
+            "/api/v2/templateversions/{version}/archive",
+            None,
+            // The active version: those allowed are told it cannot be.
+            [400, 403, 400, 403, 403, 400],
+        ),
+        row(
+            M::POST,
+            "/api/v2/templates/{template}/versions/archive",
+            Some(json!({})),
+            [200, 403, 200, 403, 403, 200],
+        ),
         row(M::GET, "/api/v2/appearance", None, [200; 6]),
         row(M::GET, "/api/v2/applications/host", None, [200; 6]),
         row(
@@ -305,6 +474,15 @@ fn rows() -> Vec<Row> {
                 "/api/v2/workspacebuilds/{build}/state",
                 Some(json!({"state": "e30="})),
                 [204, 404, 204, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaces/{ws}/timings",
+                None,
+                [200, 404, 200, 404, 404, 200],
             ),
         ),
         with(
