@@ -215,6 +215,8 @@ pub enum Only {
     /// The job path: P1, P2, P2b with the SQL ceiling and the graphile-worker baseline, on
     /// their own server and cluster (issue 15).
     Jobs,
+    /// P12: the insights routes over 90 days of usage beside P5's workspaces (issue 34).
+    Insights,
 }
 
 /// Only one scenario; its rows alone.
@@ -227,7 +229,7 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Some(dir) => open_dir(dir)?,
         None => open_dir(temp.path())?,
     };
-    let daemons = if matches!(only, Only::Reads | Only::Jobs) {
+    let daemons = if matches!(only, Only::Reads | Only::Jobs | Only::Insights) {
         config.sizes.daemons
     } else {
         1
@@ -244,6 +246,7 @@ pub async fn run_only(config: &Config, only: Only) -> anyhow::Result<Report> {
         Only::Apps => app_rows(config, &work, &mut report, &progress).await?,
         Only::Prebuilds => prebuild_rows(config, &work, &mut report, &progress).await?,
         Only::Reads => reads::only(config, &work, &mut report, &progress).await?,
+        Only::Insights => reads::insights_only(config, &work, &mut report, &progress).await?,
         Only::Agents => fleets::only(config, &work, &mut report, &progress).await?,
         Only::Create => create::create_rows(config, &work, &mut report, &progress).await?,
         Only::Dashboard => dashboard_rows(config, &work, &mut report, &progress).await?,

@@ -43,6 +43,7 @@ pub fn routes() -> Router<AppState> {
             "/workspaceagents/{id}/watch-metadata-ws",
             get(watch_metadata_ws),
         )
+        .route("/workspaceagents/{id}/connection", get(connection_info))
 }
 
 /// The agent binary's route. Compressed for clients that accept zstd or gzip (curl
@@ -105,6 +106,24 @@ pub(super) async fn get_agent(
     Ok(Json(coderd_core::domain::render::agent(
         state.store.agent_tree(id).await?,
     )))
+}
+
+#[utoipa::path(get, path = "/api/v2/workspaceagents/{id}/connection", tag = "Agents",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = codersdk::workspaces::WorkspaceAgentConnectionInfo),
+        (status = 404, body = codersdk::Response)))]
+pub(super) async fn connection_info(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<codersdk::workspaces::WorkspaceAgentConnectionInfo>> {
+    resolve::agent(&state, &auth.subject, id, Action::Read).await?;
+    Ok(Json(codersdk::workspaces::WorkspaceAgentConnectionInfo {
+        derp_map: serde_json::json!({"Regions": {}, "OmitDefaultRegions": true}),
+        derp_force_websockets: true,
+        disable_direct_connections: true,
+        hostname_suffix: state.options.ssh.hostname_suffix.clone(),
+    }))
 }
 
 fn log(row: AgentLogRow) -> WorkspaceAgentLog {

@@ -8,18 +8,15 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use codersdk::deployment::{
     AuthorizationRequest, AuthorizationResponse, AvailableExperiments, DeploymentConfig,
-    DeploymentStats, ExternalAPIKeyScopes, PrebuildsSettings, Region, RegionsResponse,
-    SSHConfigResponse, UpdateCheckResponse,
+    DeploymentStats, ExternalAPIKeyScopes, PrebuildsSettings, RegionsResponse, SSHConfigResponse,
+    UpdateCheckResponse,
 };
-use uuid::Uuid;
 
 use super::AppState;
 use coderd_core::domain::{authcheck, deployment_config, deployment_stats, prebuild_settings};
 use coderd_http::error::{ApiError, ApiResult};
 use coderd_http::extract::{Auth, Json};
 
-/// Coder's icon for the deployment's own region.
-const PRIMARY_REGION_ICON: &str = "/emojis/1f3e1.png";
 /// The largest CSP report read; browsers send a few hundred bytes.
 const MAX_CSP_REPORT: usize = 64 * 1024;
 
@@ -95,23 +92,8 @@ pub(super) async fn update_check() -> Json<UpdateCheckResponse> {
 #[utoipa::path(get, path = "/api/v2/regions", tag = "WorkspaceProxies",
     responses((status = 200, body = RegionsResponse)))]
 pub(super) async fn regions(State(state): State<AppState>, _auth: Auth) -> Json<RegionsResponse> {
-    let options = &state.options;
-    let access = options.access_url.as_str().trim_end_matches('/').to_owned();
     Json(RegionsResponse {
-        regions: vec![Region {
-            id: options.deployment_id.parse().unwrap_or(Uuid::nil()),
-            name: "primary".into(),
-            display_name: "Default".into(),
-            icon_url: PRIMARY_REGION_ICON.into(),
-            healthy: true,
-            path_app_url: access,
-            wildcard_hostname: options
-                .apps
-                .wildcard
-                .as_ref()
-                .map(|w| w.host("*"))
-                .unwrap_or_default(),
-        }],
+        regions: vec![deployment_config::primary_region(&state)],
     })
 }
 

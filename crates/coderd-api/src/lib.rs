@@ -14,6 +14,7 @@ mod deployment;
 mod devcontainers;
 mod external_agents;
 mod files;
+mod health;
 mod insights;
 mod jobs;
 mod limit;
@@ -78,6 +79,7 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
         .merge(user_settings::routes())
         .merge(deployment::routes())
         .merge(insights::routes())
+        .merge(health::routes())
         .merge(apikeys::routes())
         .merge(organizations::routes())
         .merge(files::routes(state.options.max_file_bytes))

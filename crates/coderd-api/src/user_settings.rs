@@ -1,15 +1,17 @@
 //! A user's own settings: `/users/{user}/appearance`, `…/profile`, `…/login-type`,
-//! `…/keys/tokens/tokenconfig`, `…/autofill-parameters`, `…/quiet-hours`, and
-//! `POST /users/validate-password`.
+//! `…/keys/tokens/tokenconfig`, `…/autofill-parameters`, `…/quiet-hours`, `…/preferences`,
+//! `/users/oidc-claims` and `POST /users/validate-password`.
 
 use axum::Router;
 use axum::extract::State;
 use axum::routing::{get, post, put};
 use codersdk::users::User;
 use codersdk::usersettings::{
-    TokenConfig, UpdateUserAppearanceSettingsRequest, UpdateUserProfileRequest,
+    OIDCClaimsResponse, TokenConfig, UpdateUserAppearanceSettingsRequest,
+    UpdateUserPreferenceSettingsRequest, UpdateUserProfileRequest,
     UpdateUserQuietHoursScheduleRequest, UserAppearanceSettings, UserLoginType, UserParameter,
-    UserQuietHoursScheduleResponse, ValidateUserPasswordRequest, ValidateUserPasswordResponse,
+    UserPreferenceSettings, UserQuietHoursScheduleResponse, ValidateUserPasswordRequest,
+    ValidateUserPasswordResponse,
 };
 use uuid::Uuid;
 
@@ -38,6 +40,11 @@ pub fn routes() -> Router<AppState> {
             "/users/{user}/quiet-hours",
             get(get_quiet_hours).put(update_quiet_hours),
         )
+        .route(
+            "/users/{user}/preferences",
+            get(get_preferences).put(update_preferences),
+        )
+        .route("/users/oidc-claims", get(oidc_claims))
 }
 
 #[utoipa::path(get, path = "/api/v2/users/{user}/appearance", tag = "Users",
@@ -188,4 +195,44 @@ pub(super) async fn update_quiet_hours(
         &auth.subject,
         &row,
     )?))
+}
+
+#[utoipa::path(get, path = "/api/v2/users/{user}/preferences", tag = "Users",
+    params(("user" = String, Path)),
+    responses((status = 200, body = UserPreferenceSettings), (status = 404, body = codersdk::Response)))]
+pub(super) async fn get_preferences(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+) -> ApiResult<Json<UserPreferenceSettings>> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    Ok(Json(
+        user_settings::preferences(&state, &auth.subject, &row).await?,
+    ))
+}
+
+#[utoipa::path(put, path = "/api/v2/users/{user}/preferences", tag = "Users",
+    params(("user" = String, Path)), request_body = UpdateUserPreferenceSettingsRequest,
+    responses((status = 200, body = UserPreferenceSettings), (status = 400, body = codersdk::Response)))]
+pub(super) async fn update_preferences(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(user): Path<String>,
+    Json(req): Json<UpdateUserPreferenceSettingsRequest>,
+) -> ApiResult<Json<UserPreferenceSettings>> {
+    let row = resolve_user(&state, &auth, &user).await?;
+    Ok(Json(
+        user_settings::update_preferences(&state, &auth.subject, &row, &req).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v2/users/oidc-claims", tag = "Users",
+    responses((status = 200, body = OIDCClaimsResponse), (status = 400, body = codersdk::Response)))]
+pub(super) async fn oidc_claims(
+    State(state): State<AppState>,
+    auth: Auth,
+) -> ApiResult<Json<OIDCClaimsResponse>> {
+    Ok(Json(OIDCClaimsResponse {
+        claims: user_settings::oidc_claims(&state, &auth.user).await?,
+    }))
 }

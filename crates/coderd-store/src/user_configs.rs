@@ -100,4 +100,22 @@ impl Store {
         })
         .await
     }
+
+    /// The claims `user`'s last sign-in through `login_type` brought; `None` without a link.
+    pub async fn link_claims(
+        &self,
+        user: Uuid,
+        login_type: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        timed("link_claims", async {
+            Ok(sqlx::query_scalar!(
+                "SELECT claims FROM user_links WHERE user_id = $1 AND login_type = $2",
+                user,
+                login_type
+            )
+            .fetch_optional(&self.pool)
+            .await?)
+        })
+        .await
+    }
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod externalagents;
 pub mod files;
 pub mod groups;
+pub mod health;
 pub mod insights;
 pub mod logs;
 pub mod organizations;

@@ -113,3 +113,23 @@ pub struct UpdateUserQuietHoursScheduleRequest {
     /// A daily cron expression with `CRON_TZ=`, or `""` for the deployment's default.
     pub schedule: String,
 }
+
+/// The dashboard's per-user switches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UserPreferenceSettings {
+    pub task_notification_alert_dismissed: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateUserPreferenceSettingsRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_notification_alert_dismissed: Option<bool>,
+}
+
+/// What the identity provider said about the caller at their last sign-in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OIDCClaimsResponse {
+    #[schema(value_type = Object)]
+    pub claims: serde_json::Value,
+}

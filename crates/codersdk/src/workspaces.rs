@@ -812,3 +812,15 @@ impl crate::Client {
         self.send_empty(request).await
     }
 }
+
+/// How a client reaches an agent. Connections here go through coderd's relay, never
+/// peer-to-peer or through DERP relays: the map is empty and direct connections are off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceAgentConnectionInfo {
+    /// Tailscale's DERP map (`{"Regions": {}}`): no DERP regions.
+    #[schema(value_type = Object)]
+    pub derp_map: serde_json::Value,
+    pub derp_force_websockets: bool,
+    pub disable_direct_connections: bool,
+    pub hostname_suffix: String,
+}

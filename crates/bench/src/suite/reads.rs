@@ -190,6 +190,18 @@ pub(super) async fn measure(
     run.listed = total;
     report.counts.insert("p5_listed".into(), total);
 
+    run.p12 = measure_insights(sizes, deploy, template, report, progress).await?;
+    Ok(run)
+}
+
+/// P12: seeds the usage, then times each insights route.
+async fn measure_insights(
+    sizes: &Sizes,
+    deploy: &Deployment,
+    template: Uuid,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<Vec<(&'static str, Percentiles)>> {
     progress.step(&format!(
         "P12 insights: seeding {} users with {} days of usage",
         sizes.insights_users,
@@ -199,16 +211,75 @@ pub(super) async fn measure(
     report
         .counts
         .insert("p12_hourly_rows".into(), usize::try_from(hourly)?);
+    let mut measured = Vec::new();
     for (label, path) in insights::routes(template) {
         progress.step(&format!("P12 {label}"));
-        let samples =
-            insights::time(deploy, &path, warmups.max(2), sizes.insights_requests).await?;
-        run.p12.push((
+        let samples = insights::time(deploy, &path, 2, sizes.insights_requests).await?;
+        measured.push((
             label,
             Percentiles::of(&samples).context("P12 measured no request")?,
         ));
     }
-    Ok(run)
+    Ok(measured)
+}
+
+/// P12 alone: the template's build history, its workspaces cloned up to P5's count, then the
+/// insights over them.
+pub(super) async fn insights_only(
+    config: &Config,
+    work: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let sizes = &config.sizes;
+    progress.step(&format!(
+        "insights: starting PostgreSQL (fsync on) in {}",
+        work.display()
+    ));
+    let cluster = Cluster::start(&work.join("pg")).await?;
+    let measured = async {
+        let deploy = super::echo_deployment(config, &cluster, work, report).await?;
+        let (_, tpl) = deploy
+            .template("bench-echo", &build_template()?, &[], true)
+            .await?;
+        let tpl = tpl.context("the build template was not created")?;
+        let mut cycling = super::cycling(&deploy, tpl.id, sizes.build_workspaces).await?;
+        builds::run(&deploy, &mut cycling, sizes.build_window).await?;
+        deploy.quiesce().await?;
+        let running = cycling.iter().find(|w| w.running).unwrap_or(&cycling[0]);
+        let source = Source::of(&deploy.pool, running.id).await?;
+        let total = seed_up_to(&deploy, source, sizes.list_workspaces, "list-").await?;
+        report.counts.insert("p12_workspaces".into(), total);
+        let p12 = measure_insights(sizes, &deploy, tpl.id, report, progress).await;
+        deploy.stop().await?;
+        p12.map(|p12| (p12, total))
+    }
+    .await;
+    let stopped = cluster.stop().await;
+    let (p12, total) = measured?;
+    stopped?;
+    insights_rows(report, sizes, &p12, total);
+    Ok(())
+}
+
+fn insights_rows(
+    report: &mut Report,
+    sizes: &Sizes,
+    p12: &[(&'static str, Percentiles)],
+    workspaces: usize,
+) {
+    for (label, p) in p12 {
+        report.rows.push(
+            Row::new("P12", &format!("insights: {label} p95"), "ms", &[p.p95])
+                .goal("≤ 100 ms", Check::max(100.0))
+                .note(format!(
+                    "p50 {:.1} ms; {} users × {} days of usage, {workspaces} workspaces",
+                    p.p50,
+                    sizes.insights_users,
+                    insights::DAYS,
+                )),
+        );
+    }
 }
 
 /// P4b: the mix stepped up until a step fails.
@@ -281,19 +352,7 @@ async fn capacity(
 
 /// The P4, P4b, P5 and P12 rows.
 pub(super) fn rows(report: &mut Report, sizes: &Sizes, run: &ReadsRun) {
-    for (label, p) in &run.p12 {
-        report.rows.push(
-            Row::new("P12", &format!("insights: {label} p95"), "ms", &[p.p95])
-                .goal("≤ 100 ms", Check::max(100.0))
-                .note(format!(
-                    "p50 {:.1} ms; {} users × {} days of usage, {} workspaces",
-                    p.p50,
-                    sizes.insights_users,
-                    insights::DAYS,
-                    run.listed
-                )),
-        );
-    }
+    insights_rows(report, sizes, &run.p12, run.listed);
     let p4 = |f: fn(&Percentiles) -> f64| -> Vec<f64> { run.p4.iter().map(f).collect() };
     report.rows.push(
         Row::new("P4", "API reads p50", "ms", &p4(|p| p.p50)).note(format!(

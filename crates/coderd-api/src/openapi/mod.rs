@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::{
-    agents, apikeys, appearance, deployment, files, insights, meta, organizations, provisioners,
-    template_versions, templates, user_settings, users, workspace_edits, workspace_usage,
-    workspaces,
+    agents, apikeys, appearance, deployment, files, health, insights, meta, organizations,
+    provisioners, template_versions, templates, user_settings, users, workspace_edits,
+    workspace_usage, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -54,7 +54,13 @@ use crate::{
         user_settings::validate_password,
         user_settings::get_quiet_hours,
         user_settings::update_quiet_hours,
+        user_settings::get_preferences,
+        user_settings::update_preferences,
+        user_settings::oidc_claims,
         deployment::config,
+        health::health_check,
+        health::get_settings,
+        health::update_settings,
         insights::daus,
         insights::template_daus,
         insights::user_activity,
@@ -147,6 +153,7 @@ use crate::{
         agents::get_agent,
         agents::agent_logs,
         agents::watch_metadata,
+        agents::connection_info,
         coderd_relay::routes::connect,
         coderd_relay::routes::pty,
         coderd_relay::routes::listening_ports,

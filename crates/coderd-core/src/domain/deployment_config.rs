@@ -2,7 +2,7 @@
 //! deployment overview): the server's options with their sources, secrets blanked. Only those
 //! who may read the deployment's configuration may see it.
 
-use codersdk::deployment::{DeploymentConfig, SSHConfigResponse, SerpentOption};
+use codersdk::deployment::{DeploymentConfig, Region, SSHConfigResponse, SerpentOption};
 
 use super::Result;
 use crate::deployment_options::DeploymentOption;
@@ -74,5 +74,28 @@ pub fn ssh(state: &AppState) -> SSHConfigResponse {
         hostname_prefix: ssh.hostname_prefix.clone(),
         hostname_suffix: ssh.hostname_suffix.clone(),
         ssh_config_options: ssh.config_options.clone(),
+    }
+}
+
+/// Coder's icon for the deployment's own region.
+const PRIMARY_REGION_ICON: &str = "/emojis/1f3e1.png";
+
+/// The one region until workspace proxies exist: this deployment, with its access URL and
+/// app host.
+pub fn primary_region(state: &AppState) -> Region {
+    let options = &state.options;
+    Region {
+        id: options.deployment_id.parse().unwrap_or_default(),
+        name: "primary".into(),
+        display_name: "Default".into(),
+        icon_url: PRIMARY_REGION_ICON.into(),
+        healthy: true,
+        path_app_url: options.access_url.as_str().trim_end_matches('/').to_owned(),
+        wildcard_hostname: options
+            .apps
+            .wildcard
+            .as_ref()
+            .map(|w| w.host("*"))
+            .unwrap_or_default(),
     }
 }

@@ -14,6 +14,7 @@ pub mod deployment_config;
 pub mod deployment_stats;
 mod error;
 pub mod health;
+pub mod health_report;
 pub mod insights;
 pub mod jobs;
 pub mod keys;

@@ -8,8 +8,8 @@ use codersdk::ValidationError;
 use codersdk::audit::{AuditAction, ResourceType};
 use codersdk::usersettings::{
     TERMINAL_FONTS, THEME_MODES, THEMES, UpdateUserAppearanceSettingsRequest,
-    UpdateUserProfileRequest, UserAppearanceSettings, UserParameter,
-    UserQuietHoursScheduleResponse,
+    UpdateUserPreferenceSettingsRequest, UpdateUserProfileRequest, UserAppearanceSettings,
+    UserParameter, UserPreferenceSettings, UserQuietHoursScheduleResponse,
 };
 use uuid::Uuid;
 
@@ -25,6 +25,7 @@ const THEME_MODE: &str = "theme_mode";
 const THEME_LIGHT: &str = "theme_light";
 const THEME_DARK: &str = "theme_dark";
 const TERMINAL_FONT: &str = "terminal_font";
+const TASK_ALERT_DISMISSED: &str = "task_notification_alert_dismissed";
 /// The themes a slot of `sync` mode may hold.
 const SLOT_THEMES: &[&str] = &["dark", "light"];
 
@@ -253,4 +254,49 @@ pub fn update_quiet_hours(subject: &Subject, user: &UserRow) -> Result<()> {
         "Users cannot set custom quiet hours schedules on this deployment; it uses \
          --default-quiet-hours-schedule for everyone.",
     ))
+}
+
+/// `user`'s dashboard switches.
+pub async fn preferences(
+    state: &AppState,
+    subject: &Subject,
+    user: &UserRow,
+) -> Result<UserPreferenceSettings> {
+    authorize_read_personal(subject, user)?;
+    let saved = state.store.user_configs(user.id).await?;
+    Ok(UserPreferenceSettings {
+        task_notification_alert_dismissed: saved
+            .get(TASK_ALERT_DISMISSED)
+            .is_some_and(|v| v == "true"),
+    })
+}
+
+/// Changes the switches the request names; the others stay.
+pub async fn update_preferences(
+    state: &AppState,
+    subject: &Subject,
+    user: &UserRow,
+    update: &UpdateUserPreferenceSettingsRequest,
+) -> Result<UserPreferenceSettings> {
+    authorize_personal(subject, user)?;
+    if let Some(dismissed) = update.task_notification_alert_dismissed {
+        let value = if dismissed { "true" } else { "false" };
+        state
+            .store
+            .set_user_configs(user.id, &[(TASK_ALERT_DISMISSED, value)])
+            .await?;
+    }
+    preferences(state, subject, user).await
+}
+
+/// The claims the caller's identity provider sent at their last OIDC sign-in.
+pub async fn oidc_claims(state: &AppState, user: &UserRow) -> Result<serde_json::Value> {
+    if user.login_type != "oidc" {
+        return Err(Error::bad_request("User is not an OIDC user."));
+    }
+    Ok(state
+        .store
+        .link_claims(user.id, "oidc")
+        .await?
+        .unwrap_or_else(|| serde_json::json!({})))
 }

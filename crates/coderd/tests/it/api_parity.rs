@@ -394,6 +394,32 @@ async fn timings_and_deleted_workspaces() -> anyhow::Result<()> {
     .await?;
     assert_eq!(status, 200, "{timings}");
     assert!(timings["provisioner_timings"].is_array());
+    let agent = ws.latest_build.resources[0].agents[0].id;
+    let (status, connection) = send(
+        &owner,
+        Method::GET,
+        &format!("/api/v2/workspaceagents/{agent}/connection"),
+        None,
+    )
+    .await?;
+    assert_eq!(status, 200);
+    assert_eq!(
+        connection["disable_direct_connections"], true,
+        "everything rides the relay"
+    );
+    assert_eq!(connection["hostname_suffix"], "coder");
+    let (status, logs) = send(
+        &owner,
+        Method::GET,
+        &format!("/api/v2/workspaceagents/{agent}/startup-logs"),
+        None,
+    )
+    .await?;
+    assert_eq!(
+        (status, logs.is_array()),
+        (200, true),
+        "Coder's older name for the logs"
+    );
 
     let build = owner
         .create_workspace_build(
@@ -433,5 +459,77 @@ async fn timings_and_deleted_workspaces() -> anyhow::Result<()> {
         status, 404,
         "who could not see it learns nothing of its deletion"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn health_report_in_coders_shape_with_dismissals() -> anyhow::Result<()> {
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let (member, _) = app.user(&owner, "member", &[]).await?;
+
+    let (status, report) = send(&owner, Method::GET, "/api/v2/debug/health", None).await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["database"]["reachable"], true);
+    assert_eq!(report["access_url"]["status_code"], 200, "{report}");
+    assert_eq!(
+        report["websocket"]["code"], 101,
+        "the probe upgraded: {report}"
+    );
+    assert_eq!(report["websocket"]["severity"], "ok");
+    assert!(
+        report["provisioner_daemons"]["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty()),
+        "{report}"
+    );
+    let (status, _) = send(&member, Method::GET, "/api/v2/debug/health", None).await?;
+    assert!(status == 403 || status == 404, "{status}");
+    let (status, _) = send(
+        &owner,
+        Method::GET,
+        "/api/v2/debug/health?format=html",
+        None,
+    )
+    .await?;
+    assert_eq!(status, 400);
+
+    let dismiss = json!({"dismissed_healthchecks": ["ProvisionerDaemons"]});
+    let (status, saved) = send(
+        &owner,
+        Method::PUT,
+        "/api/v2/debug/health/settings",
+        Some(dismiss.clone()),
+    )
+    .await?;
+    assert_eq!((status, saved), (200, dismiss.clone()));
+    let (status, _) = send(
+        &owner,
+        Method::PUT,
+        "/api/v2/debug/health/settings",
+        Some(dismiss.clone()),
+    )
+    .await?;
+    assert_eq!(status, 204, "nothing changed");
+    let (status, refused) = send(
+        &owner,
+        Method::PUT,
+        "/api/v2/debug/health/settings",
+        Some(json!({"dismissed_healthchecks": ["Everything"]})),
+    )
+    .await?;
+    assert_eq!(status, 400, "{refused}");
+    let (status, _) = send(
+        &member,
+        Method::PUT,
+        "/api/v2/debug/health/settings",
+        Some(json!({"dismissed_healthchecks": []})),
+    )
+    .await?;
+    assert!(status == 403 || status == 404, "{status}");
+    let (_, settings) = send(&owner, Method::GET, "/api/v2/debug/health/settings", None).await?;
+    assert_eq!(settings, dismiss, "refusals changed nothing");
+    let (_, report) = send(&owner, Method::GET, "/api/v2/debug/health", None).await?;
+    assert_eq!(report["provisioner_daemons"]["dismissed"], true);
     Ok(())
 }

@@ -140,6 +140,15 @@ async fn first_sign_in_creates_the_user_and_later_ones_reuse_it() -> anyhow::Res
     assert!(me.roles.is_empty(), "a plain member");
     let default_org = sso.owner.organization("coder").await?;
     assert_eq!(me.organization_ids, vec![default_org.id]);
+    // What the provider said about her, as she can read it back (and a password user cannot).
+    let claims: Value = client.get("/api/v2/users/oidc-claims").await?;
+    assert_eq!(claims["claims"]["email"], "alice@corp.example", "{claims}");
+    let not_oidc = sso
+        .owner
+        .request(reqwest::Method::GET, "/api/v2/users/oidc-claims")?
+        .send()
+        .await?;
+    assert_eq!(not_oidc.status(), 400);
     let written = sso.written().await?;
 
     // The provider renames her email: the link (issuer and subject) still finds her.

@@ -182,6 +182,20 @@ fn rows() -> Vec<Row> {
         row(M::GET, "/api/v2/users/me/appearance", None, [200; 6]),
         row(
             M::GET,
+            "/api/v2/users/{victim}/preferences",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/users/{victim}/preferences",
+            Some(json!({"task_notification_alert_dismissed": true})),
+            [200, 200, 403, 403, 404, 404],
+        ),
+        // Only one's own, and only for those who signed in with OIDC (none of these did).
+        row(M::GET, "/api/v2/users/oidc-claims", None, [400; 6]),
+        row(
+            M::GET,
             "/api/v2/users/{victim}/quiet-hours",
             None,
             [200, 200, 404, 404, 404, 404],
@@ -193,6 +207,25 @@ fn rows() -> Vec<Row> {
             "/api/v2/users/me/quiet-hours",
             Some(json!({"schedule": "CRON_TZ=UTC 0 2 * * *"})),
             [403; 6],
+        ),
+        // The health report and its dismissals: deployment administrators.
+        row(
+            M::GET,
+            "/api/v2/debug/health",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
+        row(
+            M::GET,
+            "/api/v2/debug/health/settings",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/debug/health/settings",
+            Some(json!({"dismissed_healthchecks": []})),
+            [204, 404, 404, 404, 404, 404],
         ),
         // Insights: the deployment's for owners, templates' for who may change them.
         row(
@@ -474,6 +507,15 @@ fn rows() -> Vec<Row> {
                 "/api/v2/workspacebuilds/{build}/state",
                 Some(json!({"state": "e30="})),
                 [204, 404, 204, 404, 404, 204],
+            ),
+        ),
+        with(
+            Setup::Workspace,
+            row(
+                M::GET,
+                "/api/v2/workspaceagents/{agent}/connection",
+                None,
+                [200, 404, 200, 404, 404, 200],
             ),
         ),
         with(

@@ -290,6 +290,8 @@ async fn every_response_carries_every_required_field() -> anyhow::Result<()> {
             "/api/v2/insights/user-status-counts".into(),
             "GetUserStatusCountsResponse",
         ),
+        get("/api/v2/debug/health".into(), "HealthcheckReport"),
+        get("/api/v2/debug/health/settings".into(), "HealthSettings"),
     ];
 
     let mut gaps = Vec::new();

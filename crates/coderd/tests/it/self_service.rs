@@ -188,3 +188,36 @@ async fn passwords_are_checked_without_a_session() -> anyhow::Result<()> {
     assert_eq!(strong, json!({"valid": true, "details": ""}));
     Ok(())
 }
+
+#[tokio::test]
+async fn preferences_are_switched_one_by_one() -> anyhow::Result<()> {
+    let app = TestApp::new().await?;
+    let (owner, _) = app.owner().await?;
+    let path = "/api/v2/users/me/preferences";
+    let (status, fresh) = send(&owner, Method::GET, path, None).await?;
+    assert_eq!(
+        (status, fresh["task_notification_alert_dismissed"].as_bool()),
+        (200, Some(false))
+    );
+    let (status, saved) = send(
+        &owner,
+        Method::PUT,
+        path,
+        Some(json!({"task_notification_alert_dismissed": true})),
+    )
+    .await?;
+    assert_eq!(
+        (status, saved["task_notification_alert_dismissed"].as_bool()),
+        (200, Some(true))
+    );
+    let (status, _) = send(&owner, Method::PUT, path, Some(json!({}))).await?;
+    assert_eq!(status, 200);
+    let (_, kept) = send(&owner, Method::GET, path, None).await?;
+    assert_eq!(
+        kept["task_notification_alert_dismissed"], true,
+        "absent switches stay"
+    );
+    let (status, _) = send(&owner, Method::PUT, path, Some(json!({"dark_mode": true}))).await?;
+    assert_eq!(status, 400, "unknown switches are refused");
+    Ok(())
+}
