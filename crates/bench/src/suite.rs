@@ -215,7 +215,8 @@ pub enum Only {
     /// The job path: P1, P2, P2b with the SQL ceiling and the graphile-worker baseline, on
     /// their own server and cluster (issue 15).
     Jobs,
-    /// P12: the insights routes over 90 days of usage beside P5's workspaces (issue 34).
+    /// P12 and P13: the insights routes over 90 days of usage beside P5's workspaces, and
+    /// watch-ws events of a workspace's builds (issue 34).
     Insights,
 }
 

@@ -241,21 +241,31 @@ impl Store {
         let (a, b) = s.edges();
         timed("user_activity", async {
             let rows = sqlx::query!(
+                // Each edge is its own range scan (an OR of two ranges would scan every hour),
+                // and users' templates are grouped before they are listed.
                 r#"SELECT x.user_id AS "user_id!", u.username, u.avatar_url,
                           sum(x.secs)::bigint AS "seconds!",
-                          array_agg(DISTINCT x.template_id) AS "template_ids!"
+                          array_agg(x.template_id ORDER BY x.template_id) AS "template_ids!"
                    FROM (
-                       SELECT user_id, template_id, usage_secs AS secs FROM usage_daily
-                       WHERE day >= $3 AND day < $4
-                         AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
-                       UNION ALL
-                       SELECT user_id, template_id, usage_secs FROM usage_hourly
-                       WHERE ((hour >= $1 AND hour < $5) OR (hour >= $6 AND hour < $2))
-                         AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                       SELECT user_id, template_id, sum(secs) AS secs
+                       FROM (
+                           SELECT user_id, template_id, usage_secs AS secs FROM usage_daily
+                           WHERE day >= $3 AND day < $4
+                             AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                           UNION ALL
+                           SELECT user_id, template_id, usage_secs FROM usage_hourly
+                           WHERE hour >= $1 AND hour < $5
+                             AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                           UNION ALL
+                           SELECT user_id, template_id, usage_secs FROM usage_hourly
+                           WHERE hour >= $6 AND hour < $2
+                             AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                       ) y
+                       GROUP BY user_id, template_id
+                       HAVING sum(secs) > 0
                    ) x
                    JOIN users u ON u.id = x.user_id
                    GROUP BY x.user_id, u.username, u.avatar_url
-                   HAVING sum(x.secs) > 0
                    ORDER BY u.username"#,
                 s.start,
                 s.end,
@@ -292,7 +302,9 @@ impl Store {
         let (a, b) = s.edges();
         timed("template_usage", async {
             let r = sqlx::query!(
-                r#"SELECT count(DISTINCT user_id) AS "users!",
+                // Per user first (a hash aggregate), then the totals: count(DISTINCT) would
+                // sort every row.
+                r#"SELECT count(*) AS "users!",
                           coalesce(sum(usage), 0)::bigint AS "usage!",
                           coalesce(sum(ssh), 0)::bigint AS "ssh!",
                           coalesce(sum(pty), 0)::bigint AS "pty!",
@@ -300,18 +312,29 @@ impl Store {
                           coalesce(sum(jetbrains), 0)::bigint AS "jetbrains!",
                           coalesce(sum(app), 0)::bigint AS "app!"
                    FROM (
-                       SELECT user_id, usage_secs AS usage, ssh_secs AS ssh,
-                              reconnecting_pty_secs AS pty, vscode_secs AS vscode,
-                              jetbrains_secs AS jetbrains, app_secs AS app
-                       FROM usage_daily
-                       WHERE day >= $3 AND day < $4
-                         AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
-                       UNION ALL
-                       SELECT user_id, usage_secs, ssh_secs, reconnecting_pty_secs, vscode_secs,
-                              jetbrains_secs, app_secs
-                       FROM usage_hourly
-                       WHERE ((hour >= $1 AND hour < $5) OR (hour >= $6 AND hour < $2))
-                         AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                       SELECT user_id, sum(usage) AS usage, sum(ssh) AS ssh, sum(pty) AS pty,
+                              sum(vscode) AS vscode, sum(jetbrains) AS jetbrains, sum(app) AS app
+                       FROM (
+                           SELECT user_id, usage_secs AS usage, ssh_secs AS ssh,
+                                  reconnecting_pty_secs AS pty, vscode_secs AS vscode,
+                                  jetbrains_secs AS jetbrains, app_secs AS app
+                           FROM usage_daily
+                           WHERE day >= $3 AND day < $4
+                             AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                           UNION ALL
+                           SELECT user_id, usage_secs, ssh_secs, reconnecting_pty_secs,
+                                  vscode_secs, jetbrains_secs, app_secs
+                           FROM usage_hourly
+                           WHERE hour >= $1 AND hour < $5
+                             AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                           UNION ALL
+                           SELECT user_id, usage_secs, ssh_secs, reconnecting_pty_secs,
+                                  vscode_secs, jetbrains_secs, app_secs
+                           FROM usage_hourly
+                           WHERE hour >= $6 AND hour < $2
+                             AND (cardinality($7::uuid[]) = 0 OR template_id = ANY($7))
+                       ) y
+                       GROUP BY user_id
                    ) x
                    WHERE usage > 0"#,
                 s.start,

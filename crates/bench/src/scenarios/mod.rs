@@ -19,6 +19,7 @@ pub mod relay;
 pub mod startup;
 pub mod terraform;
 pub mod uploads;
+pub mod watch;
 
 use std::time::Duration;
 

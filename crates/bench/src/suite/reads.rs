@@ -18,7 +18,7 @@ use crate::procs::Cluster;
 use crate::report::{Check, Report, Row};
 use crate::scenarios::api::{self, Mix};
 use crate::scenarios::cpu_cost::{self, CpuCost};
-use crate::scenarios::{builds, insights, list};
+use crate::scenarios::{builds, insights, list, watch};
 use crate::seed::{self, Jobs, Source};
 use crate::stats::Percentiles;
 
@@ -223,8 +223,8 @@ async fn measure_insights(
     Ok(measured)
 }
 
-/// P12 alone: the template's build history, its workspaces cloned up to P5's count, then the
-/// insights over them.
+/// P12 and P13 alone: the template's build history, its workspaces cloned up to P5's count,
+/// then the insights over them and a watched workspace's builds.
 pub(super) async fn insights_only(
     config: &Config,
     work: &Path,
@@ -251,14 +251,37 @@ pub(super) async fn insights_only(
         let total = seed_up_to(&deploy, source, sizes.list_workspaces, "list-").await?;
         report.counts.insert("p12_workspaces".into(), total);
         let p12 = measure_insights(sizes, &deploy, tpl.id, report, progress).await;
+        progress.step(&format!(
+            "P13 watch-ws: {} builds of a running workspace",
+            sizes.insights_requests
+        ));
+        let p13 = match p12 {
+            Ok(_) => watch::run(&deploy, running.id, sizes.insights_requests, deploy.timeout).await,
+            Err(_) => Ok(Vec::new()),
+        };
         deploy.stop().await?;
-        p12.map(|p12| (p12, total))
+        Ok::<_, anyhow::Error>((p12?, p13?, total))
     }
     .await;
     let stopped = cluster.stop().await;
-    let (p12, total) = measured?;
+    let (p12, p13, total) = measured?;
     stopped?;
     insights_rows(report, sizes, &p12, total);
+    let p13 = Percentiles::of(&p13).context("P13 measured no build")?;
+    report.rows.push(
+        Row::new(
+            "P13",
+            "watch-ws: build created → its event p95",
+            "ms",
+            &[p13.p95],
+        )
+        .goal("≤ 100 ms", Check::max(100.0))
+        .note(format!(
+            "p50 {:.1} ms; from sending the create request, so its round trip counts; \
+                 {total} workspaces",
+            p13.p50
+        )),
+    );
     Ok(())
 }
 

@@ -289,16 +289,35 @@ pub async fn templates(
     sections: Sections,
 ) -> Result<TemplateInsightsResponse> {
     authorize_templates(state, subject, &templates).await?;
-    let mut response = TemplateInsightsResponse::default();
-    if sections.report {
-        let (active_users, secs) = state
-            .store
-            .template_usage(range.start.to_utc(), range.end.to_utc(), &templates)
-            .await?;
-        let parameters = state
-            .store
-            .parameter_usage(range.start.to_utc(), range.end.to_utc(), &templates)
-            .await?;
+    let (start, end) = (range.start.to_utc(), range.end.to_utc());
+    // The report's queries and the interval reports' are independent: they run at once, on
+    // separate connections, so the answer waits for the slowest rather than their sum.
+    let report = async {
+        if !sections.report {
+            return Ok(None);
+        }
+        let (usage, parameters) = tokio::try_join!(
+            state.store.template_usage(start, end, &templates),
+            state.store.parameter_usage(start, end, &templates)
+        )?;
+        Ok::<_, Error>(Some((usage, parameters)))
+    };
+    let intervals = async {
+        match interval {
+            Some(interval) if sections.interval_reports => {
+                interval_reports(state, range, &templates, interval)
+                    .await
+                    .map(Some)
+            }
+            _ => Ok(None),
+        }
+    };
+    let (report, intervals) = tokio::try_join!(report, intervals)?;
+    let mut response = TemplateInsightsResponse {
+        interval_reports: intervals,
+        ..Default::default()
+    };
+    if let Some(((active_users, secs), parameters)) = report {
         response.report = Some(TemplateInsightsReport {
             start_time: range.start,
             end_time: range.end,
@@ -326,12 +345,6 @@ pub async fn templates(
             template_ids: templates.clone(),
             active_users,
         });
-    }
-    if sections.interval_reports
-        && let Some(interval) = interval
-    {
-        response.interval_reports =
-            Some(interval_reports(state, range, &templates, interval).await?);
     }
     Ok(response)
 }
