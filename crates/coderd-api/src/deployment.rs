@@ -39,7 +39,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v2/deployment/config", tag = "General",
-    responses((status = 200, body = DeploymentConfig), (status = 403, body = codersdk::Response)))]
+    responses((status = 200, body = DeploymentConfig), (status = 403, body = codersdk::Response), (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn config(
     State(state): State<AppState>,
     auth: Auth,
@@ -54,7 +54,7 @@ pub(super) async fn ssh(State(state): State<AppState>, _auth: Auth) -> Json<SSHC
 }
 
 #[utoipa::path(get, path = "/api/v2/deployment/stats", tag = "General",
-    responses((status = 200, body = DeploymentStats), (status = 403, body = codersdk::Response)))]
+    responses((status = 200, body = DeploymentStats), (status = 403, body = codersdk::Response), (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn stats(
     State(state): State<AppState>,
     auth: Auth,
@@ -142,7 +142,7 @@ pub(super) async fn csp_report(body: axum::body::Bytes) -> ApiResult<Json<&'stat
 }
 
 #[utoipa::path(get, path = "/api/v2/prebuilds/settings", tag = "Prebuilds",
-    responses((status = 200, body = PrebuildsSettings), (status = 403, body = codersdk::Response)))]
+    responses((status = 200, body = PrebuildsSettings), (status = 403, body = codersdk::Response), (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn get_prebuild_settings(
     State(state): State<AppState>,
     auth: Auth,
@@ -152,7 +152,7 @@ pub(super) async fn get_prebuild_settings(
 
 #[utoipa::path(put, path = "/api/v2/prebuilds/settings", tag = "Prebuilds",
     request_body = PrebuildsSettings,
-    responses((status = 200, body = PrebuildsSettings), (status = 403, body = codersdk::Response)))]
+    responses((status = 200, body = PrebuildsSettings), (status = 403, body = codersdk::Response), (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn update_prebuild_settings(
     State(state): State<AppState>,
     auth: Auth,

@@ -41,7 +41,8 @@ pub(super) struct HealthParams {
 
 #[utoipa::path(get, path = "/api/v2/debug/health", tag = "Debug",
     params(("force" = Option<bool>, Query), ("format" = Option<String>, Query, description = "json (the default)")),
-    responses((status = 200, body = HealthcheckReport), (status = 400, body = codersdk::Response)))]
+    responses((status = 200, body = HealthcheckReport), (status = 400, body = codersdk::Response),
+        (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn health_check(
     State(state): State<AppState>,
     auth: Auth,
@@ -60,7 +61,8 @@ pub(super) async fn health_check(
 }
 
 #[utoipa::path(get, path = "/api/v2/debug/health/settings", tag = "Debug",
-    responses((status = 200, body = HealthSettings)))]
+    responses((status = 200, body = HealthSettings),
+        (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn get_settings(
     State(state): State<AppState>,
     auth: Auth,
@@ -71,7 +73,8 @@ pub(super) async fn get_settings(
 #[utoipa::path(put, path = "/api/v2/debug/health/settings", tag = "Debug",
     request_body = HealthSettings,
     responses((status = 200, body = HealthSettings), (status = 204, description = "Nothing changed"),
-        (status = 400, body = codersdk::Response), (status = 403, body = codersdk::Response)))]
+        (status = 400, body = codersdk::Response), (status = 403, body = codersdk::Response),
+        (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn update_settings(
     State(state): State<AppState>,
     auth: Auth,

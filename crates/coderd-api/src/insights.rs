@@ -77,7 +77,8 @@ impl ReportParams {
 
 #[utoipa::path(get, path = "/api/v2/insights/daus", tag = "Insights",
     params(("tz_offset" = Option<i32>, Query, description = "Hours from UTC")),
-    responses((status = 200, body = DAUsResponse)))]
+    responses((status = 200, body = DAUsResponse),
+        (status = 404, body = codersdk::Response, description = "Not a deployment administrator")))]
 pub(super) async fn daus(
     State(state): State<AppState>,
     auth: Auth,
@@ -104,7 +105,8 @@ pub(super) async fn template_daus(
 
 #[utoipa::path(get, path = "/api/v2/insights/user-activity", tag = "Insights",
     params(("start_time" = String, Query), ("end_time" = String, Query), ("template_ids" = Option<String>, Query)),
-    responses((status = 200, body = UserActivityInsightsResponse), (status = 400, body = codersdk::Response)))]
+    responses((status = 200, body = UserActivityInsightsResponse), (status = 400, body = codersdk::Response),
+        (status = 404, body = codersdk::Response, description = "Not allowed to view these insights")))]
 pub(super) async fn user_activity(
     State(state): State<AppState>,
     auth: Auth,
@@ -118,7 +120,8 @@ pub(super) async fn user_activity(
 
 #[utoipa::path(get, path = "/api/v2/insights/user-latency", tag = "Insights",
     params(("start_time" = String, Query), ("end_time" = String, Query), ("template_ids" = Option<String>, Query)),
-    responses((status = 200, body = UserLatencyInsightsResponse), (status = 400, body = codersdk::Response)))]
+    responses((status = 200, body = UserLatencyInsightsResponse), (status = 400, body = codersdk::Response),
+        (status = 404, body = codersdk::Response, description = "Not allowed to view these insights")))]
 pub(super) async fn user_latency(
     State(state): State<AppState>,
     auth: Auth,
@@ -134,7 +137,8 @@ pub(super) async fn user_latency(
     params(("start_time" = String, Query), ("end_time" = String, Query), ("template_ids" = Option<String>, Query),
         ("interval" = Option<String>, Query, description = "day or week"),
         ("sections" = Option<String>, Query, description = "report, interval_reports")),
-    responses((status = 200, body = TemplateInsightsResponse), (status = 400, body = codersdk::Response)))]
+    responses((status = 200, body = TemplateInsightsResponse), (status = 400, body = codersdk::Response),
+        (status = 404, body = codersdk::Response, description = "Not allowed to view these insights")))]
 pub(super) async fn templates(
     State(state): State<AppState>,
     auth: Auth,
@@ -165,7 +169,7 @@ pub(super) async fn templates(
 
 #[utoipa::path(get, path = "/api/v2/insights/user-status-counts", tag = "Insights",
     params(("tz_offset" = Option<i32>, Query)),
-    responses((status = 200, body = GetUserStatusCountsResponse)))]
+    responses((status = 200, body = GetUserStatusCountsResponse), (status = 403, body = codersdk::Response)))]
 pub(super) async fn user_status_counts(
     State(state): State<AppState>,
     auth: Auth,

@@ -78,7 +78,8 @@ pub(super) async fn update_appearance(
 
 #[utoipa::path(put, path = "/api/v2/users/{user}/profile", tag = "Users",
     params(("user" = String, Path)), request_body = UpdateUserProfileRequest,
-    responses((status = 200, body = User), (status = 400, body = codersdk::Response)))]
+    responses((status = 200, body = User), (status = 400, body = codersdk::Response),
+        (status = 409, body = codersdk::Response, description = "The username is taken")))]
 pub(super) async fn update_profile(
     State(state): State<AppState>,
     auth: Auth,

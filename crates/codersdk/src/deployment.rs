@@ -29,9 +29,8 @@ pub struct SerpentOption {
     pub env: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub default: String,
-    /// The value in effect; absent for a secret.
+    /// The value in effect (text, or a boolean for a switch); absent for a secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
     pub value: Option<Value>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
