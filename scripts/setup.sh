@@ -105,6 +105,24 @@ if [ "${1:-}" = "--tests" ]; then
   npm_pinned "${CODER_TEST_IDP_DIR:-$HOME/.cache/coder-rs/oidc-provider}" oidc-provider 9.13.3
 fi
 
+# The external auth tests clone and push through a real git server (crates/testutil's
+# gitserver): nginx with fcgiwrap and git-http-backend, asking the OpenID provider above about
+# every request. The tests run both as the current user from a temp directory; Debian's own
+# services (nginx on :80, fcgiwrap's socket) are not wanted.
+if [ "${1:-}" = "--tests" ]; then
+  git_server_apt=()
+  [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || git_server_apt+=(nginx)
+  [ -x /usr/sbin/fcgiwrap ] || command -v fcgiwrap >/dev/null 2>&1 || git_server_apt+=(fcgiwrap)
+  if ((${#git_server_apt[@]})); then
+    echo "setup: installing Debian packages for the external auth tests: ${git_server_apt[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${git_server_apt[@]}" >/dev/null
+    $sudo systemctl disable --now nginx fcgiwrap.socket fcgiwrap >/dev/null 2>&1 || true
+  fi
+fi
+
 # The API fuzzing test (crates/cli/tests/it/fuzz.rs) runs schemathesis, pinned, from a
 # virtualenv outside the repository where the test looks.
 if [ "${1:-}" = "--tests" ]; then

@@ -101,6 +101,10 @@ pub(crate) fn expand_path(
 /// 2. the agent's environment, for names not set in 1,
 /// 3. the manifest's variables, with `$VAR`s expanded from the agent's environment,
 /// 4. the script bin directory prepended to `PATH`.
+///
+/// Git is pointed at this binary: `GIT_SSH_COMMAND` (in 1) runs `coder gitssh` with the
+/// owner's key, and `GIT_ASKPASS` (set last, as Coder's agent does) answers git's credential
+/// prompts with the owner's linked accounts.
 pub(crate) fn command_env(
     base: &BTreeMap<String, String>,
     manifest: &Manifest,
@@ -108,8 +112,13 @@ pub(crate) fn command_env(
     agent_url: &str,
     script_bin_dir: &Path,
 ) -> BTreeMap<String, String> {
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_else(|_| "coder".into());
+    let git_ssh = format!("{exe} gitssh --");
     let mut env: BTreeMap<String, String> = [
         ("CODER", "true"),
+        ("GIT_SSH_COMMAND", git_ssh.as_str()),
         ("CODER_WORKSPACE_NAME", manifest.workspace_name.as_str()),
         ("CODER_WORKSPACE_AGENT_NAME", manifest.agent_name.as_str()),
         ("CODER_WORKSPACE_OWNER_NAME", manifest.owner_name.as_str()),
@@ -130,6 +139,7 @@ pub(crate) fn command_env(
             expand_vars(value, |var| base.get(var).cloned()),
         );
     }
+    env.insert("GIT_ASKPASS".into(), exe);
     let path = env.get("PATH").cloned().unwrap_or_default();
     let bin = script_bin_dir.to_string_lossy();
     env.insert(
@@ -266,6 +276,12 @@ mod tests {
         assert_eq!(out["GREETING"], "hi alice");
         assert_eq!(out["USER"], "alice");
         assert_eq!(out["PATH"], "/data/bin:/usr/bin");
+        let exe = std::env::current_exe().expect("exe");
+        assert_eq!(out["GIT_ASKPASS"], exe.to_string_lossy());
+        assert_eq!(
+            out["GIT_SSH_COMMAND"],
+            format!("{} gitssh --", exe.to_string_lossy())
+        );
     }
 
     #[test]

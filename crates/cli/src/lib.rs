@@ -25,6 +25,7 @@ use clap::{Parser, Subcommand};
 use codersdk::Client;
 use url::Url;
 
+pub use commands::gitauth::askpass_prompt;
 pub use config::ConfigDir;
 pub use errors::render as render_error;
 
@@ -68,6 +69,11 @@ impl Cli {
         }
         cli
     }
+}
+
+/// Answers git's askpass prompt (see [`askpass_prompt`]).
+pub async fn gitaskpass(prompt: &str) -> anyhow::Result<()> {
+    commands::gitauth::gitaskpass(prompt).await
 }
 
 /// Prints a command-line error and ends the process as Coder's CLI does: help and version on
@@ -271,6 +277,17 @@ pub enum Command {
     /// The ProxyCommand of Coder's VS Code extension for CLIs older than 2.19.
     #[command(hide = true)]
     Vscodessh(commands::vscodessh::VscodesshArgs),
+    /// Manage external authentication.
+    ///
+    /// Authenticate with external services inside of a workspace.
+    #[command(subcommand)]
+    ExternalAuth(commands::gitauth::ExternalAuthCommand),
+    /// Wraps the "ssh" command and uses the coder gitssh key for authentication.
+    #[command(hide = true)]
+    Gitssh(commands::gitauth::GitsshArgs),
+    /// Output your Coder public key used for Git operations.
+    #[command(alias = "pubkey")]
+    Publickey(commands::gitauth::PublickeyArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -327,6 +344,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Open(cmd) => commands::open::run(&cli.global, cmd).await,
         Command::Stat(args) => commands::stat::run(args).await,
+        Command::ExternalAuth(cmd) => commands::gitauth::external_auth(cmd).await,
+        Command::Gitssh(args) => commands::gitauth::gitssh(args).await,
+        Command::Publickey(args) => commands::gitauth::publickey(&cli.global, args).await,
         Command::State(cmd) => commands::state::run(&cli.global, cmd).await,
         Command::Vscodessh(args) => commands::vscodessh::run(&cli.global, args).await,
     }

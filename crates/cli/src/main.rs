@@ -14,7 +14,9 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cli = cli::Cli::parse_with_sources();
+    // Git runs this binary as its askpass (the agent's GIT_ASKPASS): answer git, not the CLI.
+    let askpass = cli::askpass_prompt();
+    let parsed = askpass.is_none().then(cli::Cli::parse_with_sources);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -25,7 +27,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(cli::run(cli));
+    let result = runtime.block_on(async {
+        match parsed {
+            Some(cli) => cli::run(cli).await,
+            None => cli::gitaskpass(askpass.as_deref().unwrap_or_default()).await,
+        }
+    });
     // A read of an interactive stdin may still be blocked in the runtime's thread pool (after
     // `coder ssh`'s session ended): do not wait for it.
     runtime.shutdown_background();

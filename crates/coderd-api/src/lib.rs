@@ -13,6 +13,7 @@ mod convert;
 mod deployment;
 mod devcontainers;
 mod external_agents;
+mod external_auth;
 mod files;
 mod health;
 mod insights;
@@ -101,6 +102,7 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
         .merge(coderd_tasks::routes::routes())
         .merge(crate::devcontainers::routes())
         .merge(crate::external_agents::routes())
+        .merge(crate::external_auth::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found)
@@ -117,6 +119,7 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
         .nest("/api/v2", api)
         .merge(meta::root_routes())
         .merge(agents::binary_routes())
+        .merge(external_auth::browser_routes())
         .with_state(state.clone());
     let app = front_doors
         .iter()

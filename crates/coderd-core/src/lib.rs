@@ -22,6 +22,7 @@ pub mod devcontainers;
 pub mod domain;
 pub mod examples;
 pub mod external_agents;
+pub mod external_auth;
 pub mod limits;
 pub mod provisioners;
 pub mod relay_usage;

@@ -66,6 +66,8 @@ pub struct Options {
     pub config_options: crate::deployment_options::DeploymentOptions,
     /// How clients name workspaces in SSH (`GET /deployment/ssh`).
     pub ssh: SshSettings,
+    /// The external auth providers (`CODER_EXTERNAL_AUTH_<n>_*`).
+    pub external_auth: Vec<crate::external_auth::ProviderSettings>,
 }
 
 impl Options {
@@ -93,6 +95,7 @@ impl Options {
             audit_logs_retention: Duration::ZERO,
             config_options: Default::default(),
             ssh: SshSettings::default(),
+            external_auth: Vec::new(),
         }
     }
 }
@@ -148,6 +151,8 @@ pub struct StateInner {
     pub files: crate::provisioners::file_cache::FileCache,
     /// Sign-in providers (OIDC).
     pub sso: crate::sso_providers::Sso,
+    /// External auth providers (git providers users link).
+    pub external_auth: crate::external_auth::Providers,
     /// Password login attempts counted per address and account.
     pub login_limits: Arc<crate::limits::LoginLimits>,
     /// The general API rate limit, when on.
@@ -180,6 +185,12 @@ impl AppState {
         let store = Store::new(pool.clone());
         options.deployment_id = store.deployment_id().await?;
         let sso = crate::sso_providers::Sso::start(&store, &options).await?;
+        let external_auth =
+            crate::external_auth::Providers::start(&options.external_auth, &options.access_url)
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "external auth providers are disabled");
+                    crate::external_auth::Providers::default()
+                });
         options.apps.keys = Arc::new(crate::app_urls::deployment_keys(&store).await?);
         let login_limits = Arc::new(crate::limits::LoginLimits::new(options.login_limits));
         login_limits.clone().prune_until(shutdown.child_token());
@@ -229,6 +240,7 @@ impl AppState {
             build_times,
             files: Default::default(),
             sso,
+            external_auth,
             login_limits,
             api_limit,
             shutdown,

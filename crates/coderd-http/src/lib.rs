@@ -9,6 +9,7 @@ pub mod cookies;
 pub mod error;
 pub mod extract;
 mod input;
+pub mod oauth_flow;
 pub mod requests;
 pub mod websocket;
 

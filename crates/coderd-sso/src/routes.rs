@@ -7,7 +7,7 @@
 
 use axum::Router;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use codersdk::client::SESSION_TOKEN_COOKIE;
@@ -22,7 +22,9 @@ use coderd_http::error::{ApiError, ApiResult};
 pub use coderd_core::sso_providers::CALLBACK_PATH;
 
 /// The sealed sign-in in flight; only the callback ever receives it.
-const STATE_COOKIE: &str = "oauth_state";
+use coderd_http::oauth_flow::{
+    CallbackParams, STATE_COOKIE, cookie, redirect_to, safe_redirect, state_cookie, with_cookie,
+};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -56,16 +58,6 @@ pub fn methods(state: &AppState) -> AuthMethods {
         },
         ..AuthMethods::default()
     }
-}
-
-#[derive(Debug, Default, serde::Deserialize)]
-struct CallbackParams {
-    code: Option<String>,
-    state: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
-    /// Where to go after signing in (a path on this deployment).
-    redirect: Option<String>,
 }
 
 /// What a callback request asks for.
@@ -230,68 +222,4 @@ pub(crate) async fn github_callback(
     }
     .await;
     Ok(finished(&state, GITHUB_CALLBACK_PATH, result))
-}
-
-/// Only paths on this deployment: anything else (`//evil`, `https://…`) would make the
-/// callback an open redirect.
-fn safe_redirect(redirect: Option<&str>) -> String {
-    match redirect {
-        Some(r)
-            if r.starts_with('/')
-                && !r.starts_with("//")
-                && !r.starts_with("/\\")
-                && !r.chars().any(char::is_control) =>
-        {
-            r.to_string()
-        }
-        _ => "/".into(),
-    }
-}
-
-fn redirect_to(location: &str) -> Response {
-    match HeaderValue::from_str(location) {
-        Ok(value) => (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, value)]).into_response(),
-        Err(e) => ApiError::internal(format!("redirect location: {e}")).into_response(),
-    }
-}
-
-fn with_cookie(mut response: Response, cookie: HeaderValue) -> Response {
-    response.headers_mut().append(header::SET_COOKIE, cookie);
-    response
-}
-
-fn state_cookie(value: &str, max_age: i64, path: &str, secure: bool) -> HeaderValue {
-    let max_age = u64::try_from(max_age).unwrap_or_default();
-    cookie(STATE_COOKIE, value, path, max_age, secure)
-}
-
-/// `SameSite=Lax`: the provider's redirect back is a top-level navigation from another site,
-/// which Lax lets through and `Strict` would not.
-fn cookie(name: &str, value: &str, path: &str, max_age: u64, secure: bool) -> HeaderValue {
-    let secure = if secure { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
-    ))
-    .unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_local_paths_are_redirect_targets() {
-        assert_eq!(safe_redirect(Some("/workspaces?x=1")), "/workspaces?x=1");
-        for bad in [
-            None,
-            Some(""),
-            Some("//evil.example"),
-            Some("/\\evil.example"),
-            Some("https://evil.example"),
-            Some("evil"),
-            Some("/a\r\nSet-Cookie: x=y"),
-        ] {
-            assert_eq!(safe_redirect(bad), "/", "{bad:?}");
-        }
-    }
 }

@@ -17,6 +17,7 @@ mod completion;
 mod daemons;
 mod deployment_stats;
 mod external_agents;
+mod external_auth;
 mod groups;
 mod jobs;
 mod lifecycle;
@@ -62,6 +63,7 @@ pub use completion::{BuildSchedule, Completion, FinishOutcome};
 pub use daemons::{DaemonRow, KeyRow, NewDaemon};
 pub use deployment_stats::{AgentTotals, WorkspaceCounts};
 pub use external_agents::{ExternalAgentRow, LatestBuildExternal, SealedAgentToken};
+pub use external_auth::{ExternalAuthLinkRow, GitSshKeyRow, LinkLock, SealedLinkTokens};
 pub use groups::{AclChange, GroupChanges, GroupMemberRow, GroupRow, GroupSync, NewGroup};
 pub use jobs::{
     Claimant, JobRow, JobTemplate, LogRow, MAX_JOB_LOGS_BYTES, NewJob, ReleaseOutcome,

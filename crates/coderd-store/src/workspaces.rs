@@ -416,6 +416,9 @@ pub struct BuildContext {
     pub user_variable_values: serde_json::Value,
     /// The owner's secrets the version declares (`coder_secret`), as stored at import.
     pub secret_requirements: serde_json::Value,
+    /// The external auth providers the version names (`coder_external_auth`), as stored at
+    /// import: `[{id, optional}]`.
+    pub external_auth_providers: serde_json::Value,
     /// The workspace's task and its prompt, when it is a task's.
     pub task_id: Option<Uuid>,
     pub task_prompt: Option<String>,
@@ -465,6 +468,7 @@ impl Store {
                           u.id AS owner_id, u.username AS owner_username, u.email AS owner_email,
                           u.name AS owner_name, t.id AS template_id, t.name AS template_name,
                           v.name AS version_name, v.user_variable_values, v.secret_requirements,
+                          v.external_auth_providers,
                           k.id AS "task_id?", k.prompt AS "task_prompt?",
                           w.ttl_ms, w.autostart_schedule, t.default_ttl_ms, t.allow_user_autostop,
                           t.allow_user_autostart, t.autostop_requirement_days_of_week,

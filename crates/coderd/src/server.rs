@@ -247,6 +247,8 @@ pub async fn run_with(
             deployment.api_rate_limit = None;
         }
         deployment.external_token_keys = config.token_keys().map_err(Error::Config)?.map(Arc::new);
+        deployment.external_auth =
+            external_auth_providers(deployment.external_token_keys.is_some())?;
         // Validated when the flag was parsed; the default stays otherwise.
         if let Ok(quiet_hours) = coderd_schedule::Schedule::daily(&config.quiet_hours) {
             deployment.quiet_hours = quiet_hours;
@@ -282,6 +284,26 @@ pub async fn run_with(
         tracing::warn!(error = %e, "stopping embedded PostgreSQL");
     }
     result
+}
+
+/// The external auth providers of `CODER_EXTERNAL_AUTH_<n>_*`. Their tokens are only ever kept
+/// sealed, so providers without `CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS` refuse startup rather
+/// than store tokens in the clear.
+fn external_auth_providers(
+    have_keys: bool,
+) -> Result<Vec<coderd_core::external_auth::ProviderSettings>, Error> {
+    let providers = coderd_core::external_auth::config::from_env(std::env::vars())
+        .map_err(|e| Error::Config(format!("external auth: {e}")))?;
+    if !providers.is_empty() && !have_keys {
+        return Err(Error::Config(
+            "external auth: CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS must be set when external auth              providers are configured (their tokens are stored encrypted with it)"
+                .into(),
+        ));
+    }
+    for p in &providers {
+        tracing::info!(id = %p.id, r#type = %p.r#type, "external auth provider configured");
+    }
+    Ok(providers)
 }
 
 /// The built-in daemons' terraform: this executable serves the `coder/coder` provider, the

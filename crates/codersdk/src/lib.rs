@@ -10,6 +10,7 @@ pub mod client;
 pub mod deployment;
 pub mod error;
 pub mod externalagents;
+pub mod externalauth;
 pub mod files;
 pub mod groups;
 pub mod health;

@@ -174,6 +174,14 @@ pub enum JobKind {
         /// this job only; the engine hands them to the provider and never logs them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         secrets: Vec<BuildSecret>,
+        /// The owner's tokens for the external auth providers the template version names
+        /// (`coder_external_auth`), refreshed for this job; empty for a provider not linked.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        external_auth_providers: Vec<crate::externalauth::ExternalAuthProviderToken>,
+        /// The owner's git SSH key (`coder_workspace_owner`'s `ssh_public_key` and
+        /// `ssh_private_key`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner_ssh_key: Option<crate::externalauth::AgentGitSshKey>,
     },
 }
 
@@ -560,15 +568,25 @@ mod tests {
                     file_path: String::new(),
                     value: "v4lue".into(),
                 }],
+                external_auth_providers: vec![crate::externalauth::ExternalAuthProviderToken {
+                    id: "github".into(),
+                    access_token: "gho-t0ken".into(),
+                }],
+                owner_ssh_key: Some(crate::externalauth::AgentGitSshKey {
+                    public_key: "ssh-ed25519 AAAA".into(),
+                    private_key: "pr1vate".into(),
+                }),
             },
         }));
         let json = serde_json::to_string(&msg).expect("serialize");
         assert!(json.contains(r#""type":"job""#), "{json}");
         assert!(json.contains(r#""env_name":"TOKEN""#), "{json}");
-        assert!(
-            !format!("{msg:?}").contains("v4lue"),
-            "secrets stay out of Debug"
-        );
+        for secret in ["v4lue", "gho-t0ken", "pr1vate"] {
+            assert!(
+                !format!("{msg:?}").contains(secret),
+                "credentials stay out of Debug"
+            );
+        }
         assert!(
             json.contains(r#""template_source_archive":"AJ+Slg==""#),
             "{json}"

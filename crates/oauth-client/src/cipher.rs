@@ -141,6 +141,11 @@ impl KeyRing {
         Ok(plain.to_vec())
     }
 
+    /// The id of the key that seals (the first), as sealed values name it.
+    pub fn sealing_key_id(&self) -> &str {
+        &self.keys[0].id
+    }
+
     /// Whether `sealed` was sealed by the current sealing key (else it should be re-sealed).
     pub fn is_current(&self, sealed: &str) -> bool {
         sealed

@@ -116,6 +116,8 @@ impl GithubClient {
             scopes: SCOPES.map(String::from).to_vec(),
             auth_url_params: Vec::new(),
             credentials_in_body: true,
+            pkce: true,
+            extra_token_keys: Vec::new(),
         };
         Self {
             oauth: OAuth2Client::new("github", config, http.clone()),

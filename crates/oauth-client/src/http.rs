@@ -92,6 +92,58 @@ impl HttpClient {
             .map_err(|e| crate::Error::Unavailable(format!("{what}: {}", without_url(e))))
     }
 
+    pub(crate) fn inner(&self) -> &reqwest::Client {
+        &self.inner
+    }
+
+    /// POSTs a form (the device flow's and revocation's requests), authenticating the client
+    /// as configured, and reads the whole answer whatever its status.
+    pub(crate) async fn post_form(
+        &self,
+        url: url::Url,
+        form: &[(&str, String)],
+        client: Option<ClientCredentials<'_>>,
+    ) -> Result<RawResponse, crate::Error> {
+        let what = url.path().to_string();
+        let mut fields: Vec<(&str, String)> = form.to_vec();
+        let mut request = self
+            .inner
+            .post(url)
+            .header(reqwest::header::ACCEPT, "application/json");
+        match client {
+            // A public client (no secret) proves nothing beyond its id, which the form has.
+            Some(c) if c.secret.is_empty() => {}
+            Some(c) if c.in_body => {
+                fields.retain(|(name, _)| *name != "client_id");
+                fields.push(("client_id", c.id.to_string()));
+                fields.push(("client_secret", c.secret.to_string()));
+            }
+            Some(c) => request = request.basic_auth(c.id, Some(c.secret)),
+            None => {}
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(fields.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        let response = request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| crate::Error::Unavailable(format!("{what}: {}", without_url(e))))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| crate::Error::Unavailable(format!("{what}: {}", without_url(e))))?;
+        Ok(RawResponse {
+            status,
+            body: body.to_vec(),
+        })
+    }
+
     /// The closure form the `openidconnect` crate takes as its async client.
     pub(crate) fn adapter(
         &self,
@@ -105,6 +157,21 @@ impl HttpClient {
             Box::pin(async move { this.execute(request).await })
         }
     }
+}
+
+/// How a client authenticates itself to the provider's endpoints.
+#[derive(Clone, Copy)]
+pub(crate) struct ClientCredentials<'a> {
+    pub id: &'a str,
+    pub secret: &'a str,
+    /// In the form rather than as HTTP Basic authentication.
+    pub in_body: bool,
+}
+
+/// A provider's answer, read whole.
+pub(crate) struct RawResponse {
+    pub status: reqwest::StatusCode,
+    pub body: Vec<u8>,
 }
 
 /// Request URLs may carry codes or tokens in their query; errors are logged, so drop the URL.

@@ -1,17 +1,21 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cipher;
+pub mod device;
 pub mod github;
 mod http;
 pub mod oauth2;
 pub mod oidc;
 pub mod pending;
+mod revoke;
 mod tokens;
+mod validate;
 
 pub use cipher::{KeyRing, SealError};
 pub use http::HttpClient;
 pub use pending::PendingAuth;
 pub use tokens::TokenSet;
+pub use validate::Validity;
 
 /// What can go wrong talking to a provider. Messages are written for the person signing in and
 /// the operator reading the log; none carries a token or secret.

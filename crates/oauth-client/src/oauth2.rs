@@ -1,11 +1,16 @@
-//! Plain OAuth2 (RFC 6749) for providers that issue no ID token, such as GitHub: the same
-//! authorization-code flow with PKCE and `state` as OIDC, and refresh. Who the person is comes
-//! from the provider's own API afterwards (see `github`).
+//! Plain OAuth2 (RFC 6749) for providers that issue no ID token — GitHub sign-in and the git
+//! providers of external auth: the same authorization-code flow with PKCE and `state` as
+//! OIDC, and refresh. Who the person is comes from the provider's own API afterwards (see
+//! `github`). The device flow and revocation are in `device` and `revoke`.
 
-use oauth2::basic::BasicClient;
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
+    BasicTokenType,
+};
 use oauth2::{
-    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
-    PkceCodeVerifier, RedirectUrl, RefreshToken, Scope, TokenUrl,
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, ExtraTokenFields,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, Scope, StandardRevocableToken,
+    StandardTokenResponse, TokenUrl,
 };
 use url::Url;
 
@@ -23,6 +28,11 @@ pub struct OAuth2Config {
     /// Send the client credentials in the token request's body rather than as HTTP Basic
     /// authentication (what GitHub documents).
     pub credentials_in_body: bool,
+    /// Send a PKCE challenge (S256); off only for providers that reject one.
+    pub pkce: bool,
+    /// Fields of the token response, beyond the standard ones, to keep with the tokens
+    /// (external auth's `EXTRA_TOKEN_KEYS`).
+    pub extra_token_keys: Vec<String>,
 }
 
 impl std::fmt::Debug for OAuth2Config {
@@ -45,7 +55,24 @@ pub struct OAuth2Client {
     http: HttpClient,
 }
 
-type Configured = BasicClient<
+/// Whatever a token response carries beyond RFC 6749's fields, so the configured extra keys
+/// can be kept.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ExtraFields {
+    #[serde(flatten)]
+    fields: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ExtraTokenFields for ExtraFields {}
+
+type TokenResponse = StandardTokenResponse<ExtraFields, BasicTokenType>;
+
+type Configured = oauth2::Client<
+    BasicErrorResponse,
+    TokenResponse,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
     oauth2::EndpointSet,
     oauth2::EndpointNotSet,
     oauth2::EndpointNotSet,
@@ -66,8 +93,27 @@ impl OAuth2Client {
         &self.config
     }
 
+    pub fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    pub(crate) fn credentials(&self) -> crate::http::ClientCredentials<'_> {
+        crate::http::ClientCredentials {
+            id: &self.config.client_id,
+            secret: &self.config.client_secret,
+            in_body: self.config.credentials_in_body,
+        }
+    }
+
+    /// Tokens from a successful token response read by hand (the device flow's).
+    pub(crate) fn tokens_from_json(&self, body: &[u8]) -> Result<TokenSet> {
+        let response: TokenResponse = serde_json::from_slice(body)
+            .map_err(|e| Error::Unavailable(format!("the token response is not valid: {e}")))?;
+        Ok(self.with_extra(TokenSet::from_response(&response), &response))
+    }
+
     fn client(&self) -> Configured {
-        BasicClient::new(ClientId::new(self.config.client_id.clone()))
+        oauth2::Client::new(ClientId::new(self.config.client_id.clone()))
             .set_client_secret(ClientSecret::new(self.config.client_secret.clone()))
             .set_auth_uri(AuthUrl::from_url(self.config.auth_url.clone()))
             .set_token_uri(TokenUrl::from_url(self.config.token_url.clone()))
@@ -81,11 +127,14 @@ impl OAuth2Client {
 
     /// Where to send the browser, and what to remember until it comes back.
     pub fn begin(&self, redirect: &str) -> (Url, PendingAuth) {
-        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let client = self.client();
-        let mut request = client
-            .authorize_url(CsrfToken::new_random)
-            .set_pkce_challenge(challenge);
+        let mut request = client.authorize_url(CsrfToken::new_random);
+        let mut verifier_secret = String::new();
+        if self.config.pkce {
+            let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+            request = request.set_pkce_challenge(challenge);
+            verifier_secret = verifier.secret().clone();
+        }
         for scope in &self.config.scopes {
             request = request.add_scope(Scope::new(scope.clone()));
         }
@@ -97,7 +146,7 @@ impl OAuth2Client {
             &self.provider,
             state.secret().clone(),
             None,
-            verifier.secret().clone(),
+            verifier_secret,
             redirect,
         );
         (url, pending)
@@ -106,14 +155,17 @@ impl OAuth2Client {
     /// Exchanges the code the browser brought back (its state already checked).
     pub async fn finish(&self, pending: &PendingAuth, code: &str) -> Result<TokenSet> {
         let adapter = self.http.adapter();
-        let response = self
-            .client()
-            .exchange_code(AuthorizationCode::new(code.to_string()))
-            .set_pkce_verifier(PkceCodeVerifier::new(pending.pkce_verifier.clone()))
+        let client = self.client();
+        let mut request = client.exchange_code(AuthorizationCode::new(code.to_string()));
+        if !pending.pkce_verifier.is_empty() {
+            request =
+                request.set_pkce_verifier(PkceCodeVerifier::new(pending.pkce_verifier.clone()));
+        }
+        let response = request
             .request_async(&adapter)
             .await
             .map_err(crate::oidc::token_error)?;
-        Ok(TokenSet::from_response(&response))
+        Ok(self.with_extra(TokenSet::from_response(&response), &response))
     }
 
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet> {
@@ -129,6 +181,20 @@ impl OAuth2Client {
             .request_async(&adapter)
             .await
             .map_err(crate::oidc::token_error)?;
-        Ok(TokenSet::from_response(&response).keep_refresh_token_from(tokens))
+        Ok(self
+            .with_extra(TokenSet::from_response(&response), &response)
+            .keep_refresh_token_from(tokens))
+    }
+
+    /// Keeps the configured extra fields of a token response.
+    fn with_extra(&self, mut tokens: TokenSet, response: &TokenResponse) -> TokenSet {
+        let fields = &response.extra_fields().fields;
+        tokens.extra = self
+            .config
+            .extra_token_keys
+            .iter()
+            .filter_map(|key| fields.get(key).map(|v| (key.clone(), v.clone())))
+            .collect();
+        tokens
     }
 }

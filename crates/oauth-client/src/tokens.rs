@@ -11,6 +11,10 @@ pub struct TokenSet {
     pub refresh_token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// The token response's fields the provider is configured to keep beyond the standard
+    /// ones (external auth's `EXTRA_TOKEN_KEYS`); may hold secrets, so never printed.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl std::fmt::Debug for TokenSet {
@@ -22,6 +26,7 @@ impl std::fmt::Debug for TokenSet {
                 &self.refresh_token.as_ref().map(|_| "<redacted>"),
             )
             .field("expires_at", &self.expires_at)
+            .field("extra", &self.extra.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -36,6 +41,7 @@ impl TokenSet {
             access_token: response.access_token().secret().clone(),
             refresh_token: response.refresh_token().map(|t| t.secret().clone()),
             expires_at,
+            extra: serde_json::Map::new(),
         }
     }
 

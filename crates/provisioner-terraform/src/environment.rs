@@ -7,6 +7,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use codersdk::externalauth::{AgentGitSshKey, ExternalAuthProviderToken};
 use codersdk::provisionerd::{
     BuildSecret, Metadata, PrebuiltWorkspaceBuildStage, RichParameterValue, Transition,
 };
@@ -95,6 +96,15 @@ impl DaemonEnv {
     }
 }
 
+/// The owner's credentials a build hands the provider: the secrets the template declares,
+/// the external auth tokens it names, the git SSH key.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OwnerCredentials<'a> {
+    pub secrets: &'a [BuildSecret],
+    pub external_auth: &'a [ExternalAuthProviderToken],
+    pub ssh_key: Option<&'a AgentGitSshKey>,
+}
+
 /// What a job tells the `coder/coder` provider.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct JobEnv<'a> {
@@ -102,8 +112,8 @@ pub(crate) struct JobEnv<'a> {
     /// The transition being planned: an import plans `start` and `stop` with one metadata.
     pub transition: Transition,
     pub parameters: &'a [RichParameterValue],
-    /// The owner's secrets the template declares (builds only).
-    pub secrets: &'a [BuildSecret],
+    /// What the build carries of the owner's (builds only).
+    pub credentials: OwnerCredentials<'a>,
     /// The running agents' tokens a claim passes on (empty for any other job).
     pub running_agents: &'a RunningAgentTokens,
 }
@@ -156,8 +166,29 @@ impl JobEnv<'_> {
                 vars.extend(self.running_agents.variables());
             }
         }
-        // Last, so nothing inherited or set above can stand in for a secret.
-        for secret in self.secrets {
+        // Last, so nothing inherited or set above can stand in for a credential.
+        let credentials = &self.credentials;
+        for token in credentials.external_auth {
+            vars.push((
+                format!("CODER_EXTERNAL_AUTH_ACCESS_TOKEN_{}", token.id),
+                token.access_token.clone(),
+            ));
+            vars.push((
+                external_auth_token_variable(&token.id),
+                token.access_token.clone(),
+            ));
+        }
+        if let Some(key) = credentials.ssh_key {
+            vars.push((
+                "CODER_WORKSPACE_OWNER_SSH_PUBLIC_KEY".into(),
+                key.public_key.clone(),
+            ));
+            vars.push((
+                "CODER_WORKSPACE_OWNER_SSH_PRIVATE_KEY".into(),
+                key.private_key.clone(),
+            ));
+        }
+        for secret in credentials.secrets {
             if !secret.env_name.is_empty() {
                 vars.push((secret_env_variable(&secret.env_name), secret.value.clone()));
             }
@@ -170,6 +201,17 @@ impl JobEnv<'_> {
         }
         vars
     }
+}
+
+/// Where the provider reads a provider's token whatever characters its id has. Coder's name,
+/// `CODER_EXTERNAL_AUTH_ACCESS_TOKEN_<id>`, is set too, but ids commonly hold a `-`, and the
+/// provider is started through a `/bin/sh` launcher, which drops variables whose names are not
+/// shell names.
+pub fn external_auth_token_variable(id: &str) -> String {
+    format!(
+        "CODER_EXTERNAL_AUTH_ACCESS_TOKEN_HEX_{}",
+        hex::encode(id.as_bytes())
+    )
 }
 
 /// Where the provider's `coder_secret` reads a secret matched by environment variable name.
@@ -252,7 +294,10 @@ mod tests {
             metadata: &metadata,
             transition: Transition::Stop,
             parameters: &parameters,
-            secrets: &secrets,
+            credentials: OwnerCredentials {
+                secrets: &secrets,
+                ..OwnerCredentials::default()
+            },
             running_agents: &RunningAgentTokens::default(),
         });
         assert_eq!(
@@ -332,7 +377,7 @@ mod tests {
             metadata: &metadata,
             transition: Transition::Start,
             parameters: &[],
-            secrets: &[],
+            credentials: OwnerCredentials::default(),
             running_agents: &RunningAgentTokens::default(),
         });
         assert_eq!(
@@ -358,7 +403,7 @@ mod tests {
             metadata: &metadata,
             transition: Transition::Start,
             parameters: &[],
-            secrets: &[],
+            credentials: OwnerCredentials::default(),
             running_agents: running,
         })
     }

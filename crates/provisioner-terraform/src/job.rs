@@ -17,15 +17,14 @@ use std::path::Path;
 
 use codersdk::proto::TemplateFeatures;
 use codersdk::provisionerd::{
-    AcquiredJob, BuildSecret, JobFailure, JobKind, JobResult, LogLevel, Metadata,
-    PrebuiltWorkspaceBuildStage, RichParameterValue, TemplateVariable, Timing, Transition,
-    VariableValue,
+    AcquiredJob, JobFailure, JobKind, JobResult, LogLevel, Metadata, PrebuiltWorkspaceBuildStage,
+    RichParameterValue, TemplateVariable, Timing, Transition, VariableValue,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::command::{Command, Output, Runner};
 use crate::convert::{self, ConvertInput, Converted};
-use crate::environment::JobEnv;
+use crate::environment::{JobEnv, OwnerCredentials};
 use crate::error::Error;
 use crate::executor::{JobLogs, Terraform};
 use crate::lockfile::{self, Outcome};
@@ -82,6 +81,8 @@ pub(crate) async fn run(
             variable_values,
             metadata,
             secrets,
+            external_auth_providers,
+            owner_ssh_key,
             ..
         } => {
             let transition = metadata.workspace_transition;
@@ -103,7 +104,11 @@ pub(crate) async fn run(
                 state,
                 parameters: rich_parameter_values,
                 variables: variable_values,
-                secrets,
+                credentials: OwnerCredentials {
+                    secrets,
+                    external_auth: external_auth_providers,
+                    ssh_key: owner_ssh_key.as_ref(),
+                },
             };
             let mut applied = false;
             match session.build(&build, &mut applied).await {
@@ -158,7 +163,7 @@ struct Build<'a> {
     state: &'a [u8],
     parameters: &'a [RichParameterValue],
     variables: &'a [VariableValue],
-    secrets: &'a [BuildSecret],
+    credentials: OwnerCredentials<'a>,
 }
 
 /// A failure and the log stage it happened in.
@@ -194,7 +199,13 @@ impl Session<'_> {
         self.prepare().await?;
 
         let none = RunningAgentTokens::default();
-        let start_env = self.env(metadata, Transition::Start, &[], &[], &none);
+        let start_env = self.env(
+            metadata,
+            Transition::Start,
+            &[],
+            OwnerCredentials::default(),
+            &none,
+        );
         let (start_plan, graph) = self
             .plan_and_graph(&start_env, &vars, false, DETECT_START)
             .await?;
@@ -203,7 +214,13 @@ impl Session<'_> {
             converted("converting the start plan", &start_plan, &graph),
         )?;
 
-        let stop_env = self.env(metadata, Transition::Stop, &[], &[], &none);
+        let stop_env = self.env(
+            metadata,
+            Transition::Stop,
+            &[],
+            OwnerCredentials::default(),
+            &none,
+        );
         let stop_plan = self.plan(&stop_env, &vars, false, DETECT_STOP).await?;
         // The plan graph comes from the configuration alone, so the start plan's serves.
         let stop = at(
@@ -261,7 +278,7 @@ impl Session<'_> {
             build.metadata,
             transition,
             build.parameters,
-            build.secrets,
+            build.credentials,
             &running_agents,
         );
         let (plan, graph) = self
@@ -409,14 +426,14 @@ impl Session<'_> {
         metadata: &Metadata,
         transition: Transition,
         parameters: &[RichParameterValue],
-        secrets: &[BuildSecret],
+        credentials: OwnerCredentials<'_>,
         running_agents: &RunningAgentTokens,
     ) -> Vec<(OsString, OsString)> {
         self.tf.daemon_env().for_job(&JobEnv {
             metadata,
             transition,
             parameters,
-            secrets,
+            credentials,
             running_agents,
         })
     }

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod github;
+pub mod gitserver;
 pub mod idp;
 mod pg;
 pub mod provisioning;

@@ -5,6 +5,7 @@ pub mod autoupdate;
 pub mod completion;
 pub mod config_ssh;
 pub mod external_workspaces;
+pub mod gitauth;
 pub mod groups;
 pub mod login;
 pub mod logs;

@@ -275,6 +275,7 @@ pub(crate) async fn create_workspace(
         parse_pairs(&args.parameters, "parameter")?,
         interactive,
     )?;
+    crate::commands::gitauth::await_external_auth(client, template.active_version_id).await?;
     if !args.yes && !prompt::confirm(&format!("Create workspace {name:?} from {template_name}?"))? {
         bail!("aborted");
     }

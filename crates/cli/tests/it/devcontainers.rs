@@ -34,28 +34,8 @@ resource "coder_env" "in_repo" {
 }
 "#;
 
-/// A member's session token (created through the CLI, logged in through the API).
 async fn member(d: &Deployment, name: &str) -> anyhow::Result<String> {
-    let email = format!("{name}@example.com");
-    d.ok(&[
-        "users",
-        "create",
-        "--username",
-        name,
-        "--email",
-        &email,
-        "--password",
-        testutil::PASSWORD,
-    ])?;
-    Ok(d.owner
-        .clone()
-        .with_token("")
-        .login_with_password(&codersdk::users::LoginWithPasswordRequest {
-            email,
-            password: testutil::PASSWORD.into(),
-        })
-        .await?
-        .session_token)
+    d.member_token(name).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -117,6 +117,16 @@ pub async fn start_with(config: &Path, extra: &[&str]) -> anyhow::Result<Server>
 
 /// [`start_with`], running the `coder` binary at `binary`.
 pub async fn start_binary(binary: &Path, config: &Path, extra: &[&str]) -> anyhow::Result<Server> {
+    start_binary_with_env(binary, config, extra, &[]).await
+}
+
+/// [`start_binary`] with `env` added to the server's environment.
+pub async fn start_binary_with_env(
+    binary: &Path,
+    config: &Path,
+    extra: &[&str],
+    env: &[(String, String)],
+) -> anyhow::Result<Server> {
     let given = extra
         .iter()
         .position(|a| *a == "--http-address")
@@ -151,6 +161,7 @@ pub async fn start_binary(binary: &Path, config: &Path, extra: &[&str]) -> anyho
         .args(extra)
         // Tests make many calls a minute as one user; a test of the limit passes the flag.
         .env("CODER_API_RATE_LIMIT", "-1")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -207,6 +218,11 @@ pub struct Deployment {
 
 impl Deployment {
     pub async fn new(extra: &[&str]) -> anyhow::Result<Self> {
+        Self::with_env(extra, &[]).await
+    }
+
+    /// [`Deployment::new`] with `env` added to the server's environment.
+    pub async fn with_env(extra: &[&str], env: &[(String, String)]) -> anyhow::Result<Self> {
         let db = TestDb::new().await?;
         let dir = tempfile::Builder::new()
             .prefix("coder-e2e-")
@@ -214,7 +230,7 @@ impl Deployment {
         let url = db.url();
         let mut args = vec!["--postgres-url", url.as_str()];
         args.extend_from_slice(extra);
-        let server = start_with(dir.path(), &args).await?;
+        let server = start_binary_with_env(Path::new(CODER), dir.path(), &args, env).await?;
         let client = Client::new(server.url.clone());
         client
             .create_first_user(&CreateFirstUserRequest {
@@ -378,6 +394,41 @@ impl Deployment {
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// A member's session token (created through the CLI, logged in through the API).
+    pub async fn member_token(&self, name: &str) -> anyhow::Result<String> {
+        let email = format!("{name}@example.com");
+        self.ok(&[
+            "users",
+            "create",
+            "--username",
+            name,
+            "--email",
+            &email,
+            "--password",
+            PASSWORD,
+        ])?;
+        Ok(self
+            .owner
+            .clone()
+            .with_token("")
+            .login_with_password(&LoginWithPasswordRequest {
+                email,
+                password: PASSWORD.into(),
+            })
+            .await?
+            .session_token)
+    }
+
+    /// The template named `name`.
+    pub async fn template(&self, name: &str) -> anyhow::Result<codersdk::templates::Template> {
+        self.owner
+            .all_templates()
+            .await?
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| anyhow::anyhow!("no template {name:?}"))
     }
 
     pub fn workspace(

@@ -7,6 +7,7 @@ mod cli;
 mod cli_auth;
 mod container;
 mod devcontainers;
+mod external_auth;
 mod external_workspaces;
 mod fuzz;
 mod groups;

@@ -44,7 +44,7 @@ resource "coder_metadata" "probe" {
 "#;
 
 /// Every row of every table as text, bytea as hex.
-async fn database_text(d: &Deployment) -> anyhow::Result<String> {
+pub(crate) async fn database_text(d: &Deployment) -> anyhow::Result<String> {
     let tables: Vec<String> =
         sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
             .fetch_all(&d._db.pool)

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::{
-    agents, apikeys, appearance, deployment, files, health, insights, meta, organizations,
-    provisioners, template_versions, templates, user_settings, users, workspace_edits,
-    workspace_usage, workspaces,
+    agents, apikeys, appearance, deployment, external_auth, files, health, insights, meta,
+    organizations, provisioners, template_versions, templates, user_settings, users,
+    workspace_edits, workspace_usage, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -27,6 +27,16 @@ use crate::{
         meta::app_host,
         appearance::get_appearance,
         appearance::update_appearance,
+        external_auth::list,
+        external_auth::get_one,
+        external_auth::unlink,
+        external_auth::begin_device,
+        external_auth::exchange_device,
+        external_auth::for_version,
+        external_auth::agent_credentials,
+        external_auth::agent_gitsshkey,
+        external_auth::get_gitsshkey,
+        external_auth::regenerate_gitsshkey,
         workspace_usage::report_usage,
         workspace_edits::update_workspace,
         workspace_edits::favorite,

@@ -5,10 +5,10 @@
 //! context says which the version declares and the workspace's task, if any; the owner's
 //! secrets are read only when it declares some).
 
-use codersdk::proto::SecretRequirement;
+use codersdk::proto::{ExternalAuthProviderResource, SecretRequirement};
 use codersdk::provisionerd::{
-    AcquiredJob, JobKind, Metadata, PrebuiltWorkspaceBuildStage, RichParameterValue, Transition,
-    VariableValue,
+    AcquiredJob, JobKind, JobLog, LogLevel, LogSource, Metadata, PrebuiltWorkspaceBuildStage,
+    RichParameterValue, Transition, VariableValue,
 };
 use codersdk::users::LoginType;
 use uuid::Uuid;
@@ -29,6 +29,10 @@ pub enum PayloadError {
     Token(String),
     #[error("the workspace owner's secrets: {0}")]
     Secrets(#[from] crate::secrets::Error),
+    #[error("external auth: {0}")]
+    ExternalAuth(#[from] crate::external_auth::links::Error),
+    #[error("the workspace owner's git SSH key: {0}")]
+    SshKey(#[from] crate::domain::Error),
 }
 
 /// A claim is marked in the job's input by the claim; every other build of a workspace the
@@ -133,12 +137,36 @@ pub async fn describe(
             let wanted: Vec<SecretRequirement> =
                 serde_json::from_value(build.secret_requirements).unwrap_or_default();
             let secrets = crate::secrets::for_build(state, &wanted, build.owner_id).await?;
+            let wanted_auth: Vec<ExternalAuthProviderResource> =
+                serde_json::from_value(build.external_auth_providers).unwrap_or_default();
+            let (external_auth_providers, notes) =
+                crate::external_auth::for_build(state, build.owner_id, &wanted_auth).await?;
+            if let (Some(worker), false) = (job.worker_id, notes.is_empty()) {
+                let lines: Vec<JobLog> = notes
+                    .into_iter()
+                    .map(|output| JobLog {
+                        created_at: chrono::Utc::now(),
+                        source: LogSource::ProvisionerDaemon,
+                        level: LogLevel::Warn,
+                        stage: "Setting up".into(),
+                        output,
+                    })
+                    .collect();
+                state.store.update_job(job.id, worker, &lines).await?;
+            }
+            let owner_ssh_key = if job.provisioner == "terraform" {
+                Some(crate::external_auth::gitsshkey::for_workspace(state, build.owner_id).await?)
+            } else {
+                None
+            };
             let prebuilt_workspace_build_stage = prebuild_stage(job, build.owner_id);
             // Every build of a task's workspace tells the provider its task and prompt.
             let task_id = build.task_id.map(|id| id.to_string()).unwrap_or_default();
             let task_prompt = build.task_prompt.unwrap_or_default();
             JobKind::WorkspaceBuild {
                 secrets,
+                external_auth_providers,
+                owner_ssh_key,
                 workspace_build_id: build.build_id,
                 workspace_name: build.workspace_name.clone(),
                 state: build.state.unwrap_or_default(),

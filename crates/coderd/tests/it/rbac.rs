@@ -180,6 +180,49 @@ fn rows() -> Vec<Row> {
             [200, 200, 404, 404, 404, 404],
         ),
         row(M::GET, "/api/v2/users/me/appearance", None, [200; 6]),
+        // Git SSH keys: one's own, and those who may update users.
+        row(
+            M::GET,
+            "/api/v2/users/{victim}/gitsshkey",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(
+            M::PUT,
+            "/api/v2/users/{victim}/gitsshkey",
+            None,
+            [200, 200, 404, 404, 404, 404],
+        ),
+        row(M::GET, "/api/v2/users/me/gitsshkey", None, [200; 6]),
+        // External auth: everyone's own links; this deployment configures no provider.
+        row(M::GET, "/api/v2/external-auth", None, [200; 6]),
+        row(M::GET, "/api/v2/external-auth/github", None, [404; 6]),
+        row(M::DELETE, "/api/v2/external-auth/github", None, [404; 6]),
+        row(
+            M::GET,
+            "/api/v2/external-auth/github/device",
+            None,
+            [404; 6],
+        ),
+        row(
+            M::GET,
+            "/api/v2/templateversions/{version}/external-auth",
+            None,
+            [200; 6],
+        ),
+        // Only a workspace agent's token opens these.
+        row(
+            M::GET,
+            "/api/v2/workspaceagents/me/external-auth?id=github",
+            None,
+            [401; 6],
+        ),
+        row(
+            M::GET,
+            "/api/v2/workspaceagents/me/gitsshkey",
+            None,
+            [401; 6],
+        ),
         row(
             M::GET,
             "/api/v2/users/{victim}/preferences",

@@ -177,6 +177,8 @@ async fn the_plain_oauth2_client_runs_the_same_flow() -> anyhow::Result<()> {
             scopes: vec!["openid".into(), "offline_access".into()],
             auth_url_params: vec![("prompt".into(), "consent".into())],
             credentials_in_body: false,
+            pkce: true,
+            extra_token_keys: Vec::new(),
         },
         HttpClient::new()?,
     );

@@ -322,6 +322,8 @@ pub fn build_job(
                 ..Metadata::default()
             },
             secrets: vec![],
+            external_auth_providers: vec![],
+            owner_ssh_key: None,
         },
     }
 }

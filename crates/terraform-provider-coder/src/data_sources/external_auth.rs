@@ -36,9 +36,18 @@ impl DataSource for ExternalAuth {
             diags.error("id is required", "");
             return;
         };
+        // Coder's name, else the hex-named copy our provisioner also sets (the `/bin/sh`
+        // launcher drops names with a `-`, common in ids).
         let token = ctx
             .env
-            .or_empty(&format!("CODER_EXTERNAL_AUTH_ACCESS_TOKEN_{id}"));
+            .lookup(&format!("CODER_EXTERNAL_AUTH_ACCESS_TOKEN_{id}"))
+            .or_else(|| {
+                ctx.env.lookup(&format!(
+                    "CODER_EXTERNAL_AUTH_ACCESS_TOKEN_HEX_{}",
+                    hex::encode(id.as_bytes())
+                ))
+            })
+            .unwrap_or_default();
         state.set("access_token", Value::from(token));
     }
 }

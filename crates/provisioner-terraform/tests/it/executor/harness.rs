@@ -188,6 +188,8 @@ pub struct BuildSpec {
     pub variables: Vec<VariableValue>,
     pub coder_url: String,
     pub secrets: Vec<BuildSecret>,
+    pub external_auth: Vec<codersdk::externalauth::ExternalAuthProviderToken>,
+    pub ssh_key: Option<codersdk::externalauth::AgentGitSshKey>,
     pub stage: PrebuiltWorkspaceBuildStage,
 }
 
@@ -200,6 +202,8 @@ impl BuildSpec {
             variables: Vec::new(),
             coder_url: "http://coder.example:3000".into(),
             secrets: Vec::new(),
+            external_auth: Vec::new(),
+            ssh_key: None,
             stage: PrebuiltWorkspaceBuildStage::None,
         }
     }
@@ -244,6 +248,8 @@ pub fn build_job(spec: BuildSpec) -> AcquiredJob {
                 ..Metadata::default()
             },
             secrets: spec.secrets,
+            external_auth_providers: spec.external_auth,
+            owner_ssh_key: spec.ssh_key,
         },
     }
 }

@@ -2,6 +2,7 @@
 //! failures, cancellation, and the agent bootstrap script.
 
 mod agent_script;
+mod credentials;
 mod failures;
 mod harness;
 mod lifecycle;

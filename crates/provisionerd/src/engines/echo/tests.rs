@@ -37,6 +37,8 @@ fn build_job(transition: Transition, previous: &[u8]) -> AcquiredJob {
                 ..Metadata::default()
             },
             secrets: vec![],
+            external_auth_providers: vec![],
+            owner_ssh_key: None,
         },
     }
 }

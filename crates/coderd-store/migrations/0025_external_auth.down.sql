@@ -1,0 +1,2 @@
+DROP TABLE gitsshkeys;
+DROP TABLE external_auth_links;
