@@ -107,10 +107,12 @@ fi
 
 # The external auth tests clone and push through a real git server (crates/testutil's
 # gitserver): nginx with fcgiwrap and git-http-backend, asking the OpenID provider above about
-# every request. The tests run both as the current user from a temp directory; Debian's own
-# services (nginx on :80, fcgiwrap's socket) are not wanted.
+# every request; and OpenSSH's sshd with git-shell for `coder gitssh`. The tests run them as
+# the current user from a temp directory; Debian's own services (nginx on :80, fcgiwrap's
+# socket, sshd on :22) are not wanted.
 if [ "${1:-}" = "--tests" ]; then
   git_server_apt=()
+  [ -x /usr/sbin/sshd ] || git_server_apt+=(openssh-server)
   [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || git_server_apt+=(nginx)
   [ -x /usr/sbin/fcgiwrap ] || command -v fcgiwrap >/dev/null 2>&1 || git_server_apt+=(fcgiwrap)
   if ((${#git_server_apt[@]})); then
@@ -119,7 +121,7 @@ if [ "${1:-}" = "--tests" ]; then
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${git_server_apt[@]}" >/dev/null
-    $sudo systemctl disable --now nginx fcgiwrap.socket fcgiwrap >/dev/null 2>&1 || true
+    $sudo systemctl disable --now nginx fcgiwrap.socket fcgiwrap ssh >/dev/null 2>&1 || true
   fi
 fi
 

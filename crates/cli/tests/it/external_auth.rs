@@ -404,12 +404,17 @@ async fn git_in_a_workspace_just_works_once_linked() -> anyhow::Result<()> {
     // Nothing secret anywhere but the agent's answer.
     let database = database_text(&s.d).await?;
     let log = s.server_log()?;
+    let processes = String::from_utf8(Command::new("ps").args(["-eo", "args"]).output()?.stdout)?;
     for (what, secret) in [
         ("token", token.as_str()),
         ("client secret", &s.client_secret),
     ] {
         ensure!(!database.contains(secret), "the {what} is in the database");
         ensure!(!log.contains(secret), "the {what} is in the server's log");
+        ensure!(
+            !processes.contains(secret),
+            "the {what} is in a command line"
+        );
     }
     let (_, listed): (_, ListUserExternalAuthResponse) =
         s.api(Method::GET, "/api/v2/external-auth").await?;
@@ -670,5 +675,159 @@ async fn a_bad_provider_configuration_refuses_startup_naming_the_variable() -> a
         ensure!(!out.status.success(), "started with {extra:?}");
         ensure!(stderr.contains(variable), "{variable} not named: {stderr}");
     }
+    Ok(())
+}
+
+/// OpenSSH's `sshd` on loopback serving one bare repository through `git-shell`, admitting the
+/// keys in its `authorized_keys`.
+struct GitSshd {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Child,
+}
+
+impl GitSshd {
+    fn start() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir_in("/tmp")?;
+        let root = dir.path();
+        let keygen = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(root.join("host_key"))
+            .output()
+            .context("ssh-keygen (scripts/setup.sh --tests installs OpenSSH)")?;
+        ensure!(keygen.status.success(), "{keygen:?}");
+        let repo = root.join("repo.git");
+        let init = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "git init -q --bare -b main {repo} && git clone -q {repo} {root}/seed 2>/dev/null; \
+                 cd {root}/seed && echo hi >README && git add README && \
+                 git -c user.name=t -c user.email=t@e commit -qm seed && git push -q origin HEAD:main",
+                repo = repo.display(),
+                root = root.display()
+            ))
+            .output()?;
+        ensure!(init.status.success(), "{init:?}");
+        std::fs::write(root.join("authorized_keys"), "")?;
+        let port = free_port()?;
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n\
+             AuthorizedKeysFile {root}/authorized_keys\nPidFile {root}/sshd.pid\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+             PermitRootLogin prohibit-password\nStrictModes no\n",
+            root = root.display()
+        );
+        std::fs::write(root.join("sshd_config"), config)?;
+        // sshd wants its privilege separation directory, which only its service creates.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .context("sshd is not installed (scripts/setup.sh --tests installs openssh-server)")?;
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(root.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(root.join("sshd.log"))?)
+            .spawn()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            ensure!(
+                Instant::now() < deadline,
+                "sshd did not listen: {}",
+                std::fs::read_to_string(root.join("sshd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(Self { dir, port, child })
+    }
+
+    /// Lets `key` in, for git only.
+    fn authorize(&self, key: &str) -> anyhow::Result<()> {
+        std::fs::write(
+            self.dir.path().join("authorized_keys"),
+            format!(
+                "command=\"git-shell -c \\\"$SSH_ORIGINAL_COMMAND\\\"\",restrict {}\n",
+                key.trim()
+            ),
+        )?;
+        Ok(())
+    }
+
+    fn url(&self) -> anyhow::Result<String> {
+        let user = String::from_utf8(Command::new("id").arg("-un").output()?.stdout)?;
+        Ok(format!(
+            "ssh://{}@127.0.0.1:{}{}/repo.git",
+            user.trim(),
+            self.port,
+            self.dir.path().display()
+        ))
+    }
+}
+
+impl Drop for GitSshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The public key `coder publickey` shows.
+fn shown_key(output: &str) -> anyhow::Result<String> {
+    output
+        .lines()
+        .find(|l| l.starts_with("ssh-ed25519 "))
+        .map(str::to_owned)
+        .with_context(|| format!("no key in {output:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn git_over_ssh_uses_the_coder_key_and_a_reset_key_must_be_registered_again()
+-> anyhow::Result<()> {
+    if terraform()?.is_none() {
+        return Ok(());
+    }
+    let sshd = GitSshd::start()?;
+    let d = Deployment::new(&["--provisioner-daemons=1"]).await?;
+    let workspaces = d.dir.path().join("workspaces");
+    crate::terraform::push_local_process(&d, &workspaces)?;
+    d.ok(&["create", "dev", "-t", "local-process", "--wait", "--yes"])?;
+    let ws = d.workspace("dev").await?;
+    let _reaper = Reaper(
+        workspaces
+            .join(ws.id.to_string())
+            .join(".coder-workspace.pid"),
+    );
+
+    let key = shown_key(&d.ok(&["publickey"])?)?;
+    sshd.authorize(&key)?;
+    // Host keys are the user's business; the Coder key is what is tested.
+    let clone = |into: &str| -> anyhow::Result<std::process::Output> {
+        let script = format!(
+            "GIT_SSH_COMMAND=\"$GIT_SSH_COMMAND -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\" \
+             git clone -q {} {into}",
+            sshd.url()?
+        );
+        Ok(d.coder(&d.token)
+            .args(["ssh", "dev", "--", &script])
+            .output()?)
+    };
+    let out = clone("first")?;
+    ensure!(out.status.success(), "{out:?}");
+
+    let reset = d.ok(&["publickey", "--reset", "--yes"])?;
+    let new_key = shown_key(&reset)?;
+    ensure!(new_key != key, "the key did not change");
+    let out = clone("second")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success(), "cloned with an unregistered key");
+    ensure!(
+        stderr.contains(&new_key),
+        "the new key is not shown: {stderr}"
+    );
+    sshd.authorize(&new_key)?;
+    let out = clone("third")?;
+    ensure!(out.status.success(), "{out:?}");
     Ok(())
 }
