@@ -285,6 +285,8 @@ pub enum Command {
     /// Wraps the "ssh" command and uses the coder gitssh key for authentication.
     #[command(hide = true)]
     Gitssh(commands::gitauth::GitsshArgs),
+    /// Personalize your workspace by applying a canonical dotfiles repository.
+    Dotfiles(commands::dotfiles::DotfilesArgs),
     /// Output your Coder public key used for Git operations.
     #[command(alias = "pubkey")]
     Publickey(commands::gitauth::PublickeyArgs),
@@ -347,6 +349,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ExternalAuth(cmd) => commands::gitauth::external_auth(cmd).await,
         Command::Gitssh(args) => commands::gitauth::gitssh(args).await,
         Command::Publickey(args) => commands::gitauth::publickey(&cli.global, args).await,
+        Command::Dotfiles(args) => commands::dotfiles::run(&cli.global, args).await,
         Command::State(cmd) => commands::state::run(&cli.global, cmd).await,
         Command::Vscodessh(args) => commands::vscodessh::run(&cli.global, args).await,
     }

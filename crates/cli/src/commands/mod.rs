@@ -4,6 +4,7 @@ pub mod agent;
 pub mod autoupdate;
 pub mod completion;
 pub mod config_ssh;
+pub mod dotfiles;
 pub mod external_workspaces;
 pub mod gitauth;
 pub mod groups;

@@ -381,6 +381,44 @@ async fn git_in_a_workspace_just_works_once_linked() -> anyhow::Result<()> {
     s.link().await?;
     wait_exit(&mut fetch, Duration::from_secs(60), &fetch_log).await?;
 
+    // Dotfiles from a private repository: cloned with the linked token and its install script
+    // run; a second run pulls and runs it again; a repository without one is linked into place.
+    let dotfiles = s
+        .git
+        .create_repo("team/dotfiles", &[("README.md", "dotfiles\n")])
+        .await?;
+    s.ok_in(
+        "dev",
+        &format!(
+            "git clone -q {dotfiles} dotsrc && cd dotsrc && \
+             printf '#!/bin/sh\\necho ran >>\"$HOME/dotfiles-ran\"\\n' >install.sh && \
+             chmod +x install.sh && git add install.sh && \
+             git -c user.name=Alice -c user.email=alice@example.com commit -qm install && \
+             git push -q origin HEAD:main"
+        ),
+    )?;
+    for _ in 0..2 {
+        s.ok_in(
+            "dev",
+            &format!("\"$GIT_ASKPASS\" dotfiles --yes {dotfiles}"),
+        )?;
+    }
+    let ran = s.ok_in("dev", "cat \"$HOME/dotfiles-ran\"")?;
+    ensure!(ran.lines().count() == 2, "the install script ran: {ran:?}");
+    let plain = s
+        .git
+        .create_repo("team/plain-dots", &[(".dotrc", "set x\n")])
+        .await?;
+    s.ok_in(
+        "dev",
+        &format!(
+            "\"$GIT_ASKPASS\" --global-config \"$HOME/.plain-config\" dotfiles --yes \
+             --symlink-dir \"$HOME/links\" {plain}"
+        ),
+    )?;
+    let target = s.ok_in("dev", "readlink \"$HOME/links/.dotrc\"")?;
+    ensure!(target.trim().ends_with("dotfiles/.dotrc"), "{target}");
+
     // The CLI's view, the agent endpoint's refusals, and askpass's.
     let token = s.ok_in(
         "dev",
