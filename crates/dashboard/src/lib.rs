@@ -66,6 +66,15 @@ pub fn router(state: AppState) -> Router {
             get(pages::tokens::list).post(pages::tokens::create),
         )
         .route("/settings/tokens/{id}/delete", post(pages::tokens::delete))
+        .route("/settings/external-auth", get(pages::git::external_auth))
+        .route(
+            "/settings/external-auth/{id}/unlink",
+            post(pages::git::unlink),
+        )
+        .route(
+            "/settings/ssh-keys",
+            get(pages::git::ssh_keys).post(pages::git::regenerate_ssh_key),
+        )
         .route("/health", get(pages::health::show))
         .route("/deployment/overview", get(pages::overview::show))
         .route(

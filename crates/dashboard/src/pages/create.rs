@@ -49,6 +49,10 @@ pub struct CreatePage {
     name_error: String,
     fields: Vec<Field>,
     other_errors: Vec<String>,
+    /// The external auth providers the template needs, and whether the viewer is linked.
+    external_auth: Vec<codersdk::externalauth::TemplateVersionExternalAuth>,
+    /// A provider the template needs is not linked: the form cannot be sent yet.
+    blocked: bool,
 }
 
 /// The template, looked up by name in the viewer's organizations (the default one first).
@@ -78,6 +82,14 @@ async fn render(
     errors: FieldErrors,
 ) -> PageResult<CreatePage> {
     let version = resolve::version(state, viewer.subject(), template.active_version_id).await?;
+    let wanted: Vec<codersdk::proto::ExternalAuthProviderResource> =
+        serde_json::from_value(version.external_auth_providers.clone()).unwrap_or_default();
+    let external_auth =
+        coderd_core::external_auth::for_template_version(state, viewer.session.user.id, &wanted)
+            .await?;
+    let blocked = external_auth
+        .iter()
+        .any(|p| !p.authenticated && !p.optional);
     let mut declared = parameters::declared(&version);
     declared.sort_by_key(|p| p.order);
     let value_of = |key: &str| {
@@ -114,6 +126,8 @@ async fn render(
         other_errors: errors.others(&shown),
         template,
         fields,
+        external_auth,
+        blocked,
     })
 }
 

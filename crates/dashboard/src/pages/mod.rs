@@ -6,6 +6,7 @@ pub mod auth;
 pub mod builds;
 pub mod cli_auth;
 pub mod create;
+pub mod git;
 pub mod health;
 pub mod overview;
 pub mod provisioning;

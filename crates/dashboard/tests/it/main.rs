@@ -7,6 +7,7 @@ mod browser;
 mod common;
 mod e2e;
 mod e2e_terminal;
+mod git_pages;
 mod pages;
 mod template_pages;
 mod terminal;
