@@ -2,6 +2,7 @@
 
 mod builtin_daemons;
 pub mod config;
+pub mod dbcrypt;
 pub mod deployment_options;
 pub mod server;
 

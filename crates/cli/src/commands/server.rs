@@ -7,9 +7,63 @@ use tokio_util::sync::CancellationToken;
 use crate::GlobalArgs;
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ServerArgs {
     #[command(flatten)]
     pub config: ServerConfig,
+    #[command(subcommand)]
+    pub action: Option<ServerAction>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ServerAction {
+    /// Manage database encryption.
+    #[command(subcommand)]
+    Dbcrypt(DbcryptCommand),
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DbcryptCommand {
+    /// Rotate database encryption keys.
+    Rotate(RotateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RotateArgs {
+    /// The connection URL of the deployment's PostgreSQL database.
+    #[arg(long, env = "CODER_PG_CONNECTION_URL", hide_env_values = true)]
+    postgres_url: String,
+    /// The new encryption key (base64, 32 bytes). Must be provided.
+    #[arg(
+        long,
+        env = "CODER_EXTERNAL_TOKEN_ENCRYPTION_ENCRYPT_NEW_KEY",
+        hide_env_values = true
+    )]
+    new_key: String,
+    /// The old encryption keys (base64, comma-separated).
+    #[arg(
+        long,
+        env = "CODER_EXTERNAL_TOKEN_ENCRYPTION_DECRYPT_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    old_keys: Vec<String>,
+    /// Bypass prompts.
+    #[arg(short = 'y', long)]
+    yes: bool,
+}
+
+async fn rotate(args: RotateArgs) -> anyhow::Result<()> {
+    if !args.yes
+        && !crate::prompt::confirm(
+            "This re-encrypts every stored external auth token with the new key. Continue?",
+        )?
+    {
+        anyhow::bail!("canceled");
+    }
+    let done = coderd::dbcrypt::rotate(&args.postgres_url, &args.new_key, &args.old_keys).await?;
+    println!("Re-encrypted {done} external auth link(s) with the new key.");
+    Ok(())
 }
 
 pub fn init_logging(verbose: bool) {
@@ -54,6 +108,9 @@ pub fn cancel_on_signal(token: CancellationToken) -> anyhow::Result<()> {
 }
 
 pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<()> {
+    if let Some(ServerAction::Dbcrypt(DbcryptCommand::Rotate(rotate_args))) = args.action {
+        return rotate(rotate_args).await;
+    }
     init_logging(global.verbose);
     let mut config = args.config;
     config.config_dir = global.config_dir()?.path().to_path_buf();

@@ -662,6 +662,26 @@ async fn linking_refuses_what_it_did_not_start_and_the_device_flow_links() -> an
         .api(Method::GET, "/api/v2/external-auth/local-device")
         .await?;
     ensure!(auth.authenticated && auth.device, "{auth:?}");
+
+    // Key rotation re-seals both links under the new key, once.
+    const NEW_KEY: &str = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
+    let rotate = |old: &str| {
+        s.d.coder(&s.d.token)
+            .args(["server", "dbcrypt", "rotate", "--yes"])
+            .args(["--postgres-url", &s.d._db.url(), "--new-key", NEW_KEY])
+            .args(["--old-keys", old])
+            .output()
+    };
+    let first = rotate(KEY)?;
+    ensure!(
+        String::from_utf8_lossy(&first.stdout).contains("Re-encrypted 2 "),
+        "{first:?}"
+    );
+    let again = rotate(KEY)?;
+    ensure!(
+        String::from_utf8_lossy(&again.stdout).contains("Re-encrypted 0 "),
+        "{again:?}"
+    );
     Ok(())
 }
 

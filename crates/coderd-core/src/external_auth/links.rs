@@ -243,20 +243,16 @@ async fn refresh(
     }
 }
 
-/// Seals every link again with the first configured key (`coder server dbcrypt rotate`);
-/// how many were re-sealed.
-pub async fn reseal_all(state: &AppState) -> Result<usize> {
-    let keys = keys(state)?;
+/// Seals every link again with the first key of `keys`, opening them with any of its keys
+/// (`coder server dbcrypt rotate`); how many were re-sealed. A link changed meanwhile (a
+/// refresh) is left alone: the change sealed it with the then-current key.
+pub async fn reseal_all(store: &coderd_store::Store, keys: &KeyRing) -> Result<usize> {
     let current = keys.sealing_key_id().to_string();
     let mut done = 0;
-    for row in state
-        .store
-        .external_auth_links_not_sealed_by(&current)
-        .await?
-    {
+    for row in store.external_auth_links_not_sealed_by(&current).await? {
         let tokens = open(keys, &row)?;
         let sealed = seal(keys, row.user_id, &row.provider_id, &tokens);
-        if state.store.reseal_external_auth_link(&row, &sealed).await? {
+        if store.reseal_external_auth_link(&row, &sealed).await? {
             done += 1;
         }
     }
