@@ -55,8 +55,8 @@ pub struct OAuth2Client {
     http: HttpClient,
 }
 
-/// Whatever a token response carries beyond RFC 6749's fields, so the configured extra keys
-/// can be kept.
+/// Whatever a token response carries beyond RFC 6749's fields (serialised back with the
+/// response, so the configured extra keys can be picked from the whole of it).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ExtraFields {
     #[serde(flatten)]
@@ -186,14 +186,20 @@ impl OAuth2Client {
             .keep_refresh_token_from(tokens))
     }
 
-    /// Keeps the configured extra fields of a token response.
+    /// Keeps the configured fields of a token response (standard ones like `scope` included).
     fn with_extra(&self, mut tokens: TokenSet, response: &TokenResponse) -> TokenSet {
-        let fields = &response.extra_fields().fields;
+        if self.config.extra_token_keys.is_empty() {
+            return tokens;
+        }
+        let all = match serde_json::to_value(response) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            _ => serde_json::Map::new(),
+        };
         tokens.extra = self
             .config
             .extra_token_keys
             .iter()
-            .filter_map(|key| fields.get(key).map(|v| (key.clone(), v.clone())))
+            .filter_map(|key| all.get(key).map(|v| (key.clone(), v.clone())))
             .collect();
         tokens
     }

@@ -174,6 +174,12 @@ impl TestIdp {
         Ok((field("client_id")?, field("client_secret")?))
     }
 
+    /// Stops the provider, as an outage would (its port stops answering).
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        self._child.kill().await?;
+        Ok(())
+    }
+
     /// Registers a client for external auth (RFC 7591 dynamic registration) allowed the
     /// authorization code, refresh token and device code grants: `(id, secret)`, the secret
     /// `None` for a [`ClientAuth::Public`] client.

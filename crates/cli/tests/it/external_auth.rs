@@ -28,6 +28,8 @@ const KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 const SUB: &str = "alice-at-git";
 /// Access tokens live this long in the end-to-end test (coderd refreshes 5 s early).
 const TOKEN_TTL: Duration = Duration::from_secs(20);
+/// Access tokens that are due for a refresh (within coderd's 5 s margin) after this long.
+const SHORT_TTL: Duration = Duration::from_secs(6);
 
 const TEMPLATE_EXTRA: &str = r#"
 data "coder_external_auth" "git" {
@@ -98,6 +100,7 @@ async fn setup(extra: &[&str]) -> anyhow::Result<Setup> {
             "CODER_EXTERNAL_AUTH_0_SCOPES",
             "openid offline_access write_repository".into(),
         ),
+        ("CODER_EXTERNAL_AUTH_0_EXTRA_TOKEN_KEYS", "scope".into()),
         ("CODER_EXTERNAL_AUTH_1_ID", "local-device".into()),
         ("CODER_EXTERNAL_AUTH_1_CLIENT_ID", device_client),
         ("CODER_EXTERNAL_AUTH_1_AUTH_URL", e.authorize.to_string()),
@@ -425,6 +428,14 @@ async fn git_in_a_workspace_just_works_once_linked() -> anyhow::Result<()> {
         "\"$GIT_ASKPASS\" external-auth access-token local-git",
     )?;
     ensure!(s.idp.access_token_active(&token).await?, "token not live");
+    let scope = s.ok_in(
+        "dev",
+        "\"$GIT_ASKPASS\" external-auth access-token local-git --extra scope",
+    )?;
+    ensure!(
+        scope.contains("write_repository"),
+        "the kept scope: {scope:?}"
+    );
     let agent_token = s.ok_in("dev", "printf %s \"$CODER_AGENT_TOKEN\"")?;
     agent_endpoint_refusals(&s, &agent_token).await?;
     let refused = s
@@ -551,7 +562,7 @@ async fn linked(s: &Setup, provider: &str) -> anyhow::Result<bool> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn linking_refuses_what_it_did_not_start_and_the_device_flow_links() -> anyhow::Result<()> {
-    let s = setup(&[]).await?;
+    let mut s = setup(&[]).await?;
     let browser = Browser::new();
     browser.set_cookie(&s.base, "coder_session_token", &s.d.token);
     let callback = s.base.join("/external-auth/local-git/callback")?;
@@ -579,6 +590,8 @@ async fn linking_refuses_what_it_did_not_start_and_the_device_flow_links() -> an
     );
 
     // A real round trip, stopped before coderd sees the code: replaying it after use fails.
+    // Its tokens expire soon, for the outage below.
+    s.idp.set_access_token_ttl(Some(SHORT_TTL)).await?;
     let Landing::Stopped(returned) = browser
         .navigate(
             s.base.join("/external-auth/local-git")?,
@@ -662,6 +675,33 @@ async fn linking_refuses_what_it_did_not_start_and_the_device_flow_links() -> an
         .api(Method::GET, "/api/v2/external-auth/local-device")
         .await?;
     ensure!(auth.authenticated && auth.device, "{auth:?}");
+
+    // The provider down when a token must be refreshed: retried, then a clear error; the link
+    // stays, and works again once the provider is back (here: it is not, the test ends).
+    tokio::time::sleep(SHORT_TTL).await;
+    s.idp.stop().await?;
+    let started = Instant::now();
+    let (status, listed): (_, ListUserExternalAuthResponse) =
+        s.api(Method::GET, "/api/v2/external-auth").await?;
+    ensure!(status == StatusCode::OK, "{status}");
+    let link = listed
+        .links
+        .iter()
+        .find(|l| l.provider_id == "local-git")
+        .with_context(|| format!("the link is gone: {listed:?}"))?;
+    ensure!(
+        !link.authenticated && link.validate_error.contains("refreshing the token failed"),
+        "{link:?}"
+    );
+    ensure!(
+        started.elapsed() >= Duration::from_secs(5),
+        "not retried: {:?}",
+        started.elapsed()
+    );
+    ensure!(
+        link.has_refresh_token,
+        "the refresh token was dropped: {link:?}"
+    );
 
     // Key rotation re-seals both links under the new key, once.
     const NEW_KEY: &str = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
