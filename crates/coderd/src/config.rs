@@ -82,6 +82,11 @@ pub struct ServerConfig {
     /// `coder ssh` accept.
     #[arg(long, env = "CODER_WORKSPACE_HOSTNAME_SUFFIX", default_value = "coder")]
     pub workspace_hostname_suffix: String,
+    /// The algorithm of the git SSH keys made for users (`coder publickey`). Coder also offers
+    /// ecdsa and rsa4096; only ed25519 is made here, and asking for another refuses startup
+    /// rather than silently making a different key.
+    #[arg(long, env = "CODER_SSH_KEYGEN_ALGORITHM", default_value = "ed25519", value_parser = keygen_algorithm)]
+    pub ssh_keygen_algorithm: String,
     /// SSH options clients add to every workspace host, as "Key=Value" (comma-separated).
     #[arg(long, env = "CODER_SSH_CONFIG_OPTIONS", value_delimiter = ',', value_parser = ssh_option)]
     pub ssh_config_options: Vec<(String, String)>,
@@ -536,6 +541,17 @@ fn wildcard(s: &str) -> Result<String, String> {
 
 /// Validated here so a bad schedule stops the server at startup with the flag's name.
 /// One SSH option, `Key=Value` or `Key Value` as ssh_config writes them.
+fn keygen_algorithm(s: &str) -> Result<String, String> {
+    let wanted = s.trim().to_ascii_lowercase();
+    match wanted.as_str() {
+        "ed25519" => Ok(wanted),
+        "ecdsa" | "rsa4096" => Err(format!("{s:?} keys are not made by coder-rs; use ed25519")),
+        _ => Err(format!(
+            "invalid key type: {s}, must be one of: ed25519,ecdsa,rsa4096"
+        )),
+    }
+}
+
 fn ssh_option(s: &str) -> Result<(String, String), String> {
     let s = s.trim();
     let (key, value) = s

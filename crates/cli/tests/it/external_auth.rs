@@ -754,6 +754,10 @@ async fn a_bad_provider_configuration_refuses_startup_naming_the_variable() -> a
             &[("CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS", "")],
             "CODER_EXTERNAL_TOKEN_ENCRYPTION_KEYS",
         ),
+        (
+            &[("CODER_SSH_KEYGEN_ALGORITHM", "rsa4096")],
+            "ssh-keygen-algorithm",
+        ),
     ];
     for (extra, variable) in cases {
         let mut cmd = crate::harness::command_with_config(dir.path().join("cli"));
