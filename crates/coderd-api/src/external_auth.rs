@@ -227,16 +227,25 @@ pub(super) async fn agent_credentials(
         .listen
         .is_some_and(|v| !matches!(v.as_str(), "false" | "0"));
     let deadline = tokio::time::Instant::now() + LISTEN_LIMIT;
-    loop {
-        let answer = external::agent_credentials(&state, owner, provider).await?;
-        if !listen || answer.url.is_empty() || tokio::time::Instant::now() >= deadline {
-            return Ok(Json(answer));
-        }
+    let mut answer = external::agent_credentials(&state, owner, provider).await?;
+    if !listen {
+        return Ok(Json(answer));
+    }
+    // Waiting for the owner to link: the provider is asked again only once the link changed.
+    let version = |row: Option<coderd_store::ExternalAuthLinkRow>| row.map(|r| r.updated_at);
+    let mut seen = version(state.store.external_auth_link(owner, provider.id()).await?);
+    while !answer.url.is_empty() && tokio::time::Instant::now() < deadline {
         tokio::select! {
-            () = state.shutdown.cancelled() => return Ok(Json(answer)),
+            () = state.shutdown.cancelled() => break,
             () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
         }
+        let now = version(state.store.external_auth_link(owner, provider.id()).await?);
+        if now != seen {
+            seen = now;
+            answer = external::agent_credentials(&state, owner, provider).await?;
+        }
     }
+    Ok(Json(answer))
 }
 
 #[utoipa::path(get, path = "/api/v2/workspaceagents/me/gitsshkey", tag = "Agents",
@@ -336,11 +345,7 @@ async fn page(
                 provider.settings.display_name
             ),
         ),
-        Ok(_) if provider.settings.device_flow => page_html(
-            StatusCode::OK,
-            &format!("Authenticate with {}", provider.settings.display_name),
-            "This provider links with a device code: run `coder external-auth` or use the dashboard's account page.",
-        ),
+        Ok(_) if provider.settings.device_flow => device_page(&state, provider).await,
         Ok(_) => redirect_to(&format!("{here}/callback")),
         Err(e) => {
             tracing::warn!(provider = %id, error = %e, "reading an external auth link");
@@ -377,6 +382,59 @@ async fn provider_and_user<'a>(
             urlencode(&format!("/external-auth/{id}"))
         )))),
     }
+}
+
+/// The device flow in the browser: the code to enter at the provider, and a script that asks
+/// coderd to exchange it at the provider's interval until the person has (the API's `POST
+/// …/device`, same-origin, with the session cookie), then shows the linked page.
+async fn device_page(state: &AppState, provider: &external::Provider) -> Response {
+    let name = &provider.settings.display_name;
+    let device = match external::begin_device(state, provider.id()).await {
+        Ok(device) => device,
+        Err(e) => {
+            tracing::warn!(provider = provider.id(), error = %e, "starting a device authorization");
+            return page_html(
+                StatusCode::BAD_GATEWAY,
+                "The provider could not be reached",
+                &format!("{name} did not start a device authorization; try again later."),
+            );
+        }
+    };
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    // JSON string literals, safe inside a script element.
+    let js = |s: &str| {
+        serde_json::to_string(s)
+            .unwrap_or_default()
+            .replace('<', "\\u003c")
+    };
+    let html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Authenticate with {name}</title></head>\
+         <body><main><h1>Authenticate with {name}</h1>\
+         <p>Enter this code at <a href=\"{uri}\" target=\"_blank\" rel=\"noopener\">{uri}</a>:</p>\
+         <p><code id=\"user-code\">{code}</code></p>\
+         <p id=\"status\" role=\"status\">Waiting for you to enter the code…</p></main>\
+         <script>(function () {{\
+           var url = {exchange}, body = JSON.stringify({{device_code: {device_code}}});\
+           function poll() {{\
+             fetch(url, {{method: 'POST', headers: {{'Content-Type': 'application/json'}}, body: body}})\
+               .then(function (r) {{ if (r.status === 204) {{ location.reload(); }} else {{ setTimeout(poll, {interval}); }} }})\
+               .catch(function () {{ setTimeout(poll, {interval}); }});\
+           }}\
+           setTimeout(poll, {interval});\
+         }})();</script></body></html>",
+        name = escape(name),
+        uri = escape(&device.verification_uri),
+        code = escape(&device.user_code),
+        exchange = js(&format!("/api/v2/external-auth/{}/device", provider.id())),
+        device_code = js(&device.device_code),
+        interval = device.interval.max(1) * 1000,
+    );
+    (StatusCode::OK, Html(html)).into_response()
 }
 
 async fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<Uuid> {

@@ -676,6 +676,47 @@ async fn linking_refuses_what_it_did_not_start_and_the_device_flow_links() -> an
         .await?;
     ensure!(auth.authenticated && auth.device, "{auth:?}");
 
+    // The same through the page a person opens: the code shown, and the exchange its script
+    // makes with the session cookie from the deployment's own origin.
+    let (status, _): (_, serde_json::Value) = s
+        .api(Method::DELETE, "/api/v2/external-auth/local-device")
+        .await?;
+    ensure!(status == StatusCode::OK, "{status}");
+    ensure!(!linked(&s, "local-device").await?, "still linked");
+    let Landing::Page(page, _) = browser
+        .navigate(s.base.join("/external-auth/local-device")?, None)
+        .await?
+    else {
+        bail!("redirected");
+    };
+    let body = page.text().await?;
+    let between = |start: &str, end: char| {
+        body.split(start)
+            .nth(1)
+            .and_then(|rest| rest.split(end).next())
+            .map(str::to_owned)
+            .with_context(|| format!("no {start:?} in {body}"))
+    };
+    let user_code = between("<code id=\"user-code\">", '<')?;
+    let device_code = between("device_code: \"", '"')?;
+    s.idp.approve_device(&user_code, SUB).await?;
+    let exchanged = browser
+        .http
+        .post(s.base.join("/api/v2/external-auth/local-device/device")?)
+        .header("Origin", s.base.as_str().trim_end_matches('/'))
+        .json(&json!({ "device_code": device_code }))
+        .send()
+        .await?;
+    ensure!(
+        exchanged.status() == StatusCode::NO_CONTENT,
+        "{}",
+        exchanged.status()
+    );
+    ensure!(
+        linked(&s, "local-device").await?,
+        "not linked through the page"
+    );
+
     // The provider down when a token must be refreshed: retried, then a clear error; the link
     // stays, and works again once the provider is back (here: it is not, the test ends).
     tokio::time::sleep(SHORT_TTL).await;

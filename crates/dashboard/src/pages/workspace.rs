@@ -49,6 +49,9 @@ pub struct WorkspacePage {
     log: Vec<LogLine>,
     after: i64,
     error: String,
+    /// The owner's links with the providers the build's template version needs (shown to the
+    /// owner only: the links are theirs).
+    external_auth: Vec<codersdk::externalauth::TemplateVersionExternalAuth>,
 }
 
 /// Formats a log line as the CLI does: stage, then output.
@@ -90,7 +93,21 @@ async fn page(
     let ws = views::workspace(state, row).await?;
     let (log, after, _) = log_tail(state, ws.latest_build.job.id, LOG_TAIL).await?;
     let live = WorkspaceLive::new(&ws, &viewer.csrf).render()?;
+    let external_auth = if ws.owner_id == viewer.session.user.id {
+        let version = coderd_core::domain::resolve::version(
+            state,
+            viewer.subject(),
+            ws.latest_build.template_version_id,
+        )
+        .await?;
+        let wanted: Vec<codersdk::proto::ExternalAuthProviderResource> =
+            serde_json::from_value(version.external_auth_providers).unwrap_or_default();
+        coderd_core::external_auth::for_template_version(state, ws.owner_id, &wanted).await?
+    } else {
+        Vec::new()
+    };
     Ok(WorkspacePage {
+        external_auth,
         chrome: Chrome::of(viewer),
         live,
         ws,

@@ -49,7 +49,10 @@ async fn a_needed_provider_blocks_the_form_and_the_settings_pages_link_and_unlin
             optional: false,
         }];
     }
-    app.echo_template(&owner, "gitted", &template, &[]).await?;
+    let template_id = app
+        .echo_template(&owner, "gitted", &template, &[])
+        .await?
+        .id;
     let mut web = Web::new(&app)?;
     web.login("owner@example.com", PASSWORD).await?;
 
@@ -91,6 +94,14 @@ async fn a_needed_provider_blocks_the_form_and_the_settings_pages_link_and_unlin
     assert!(!form.body.contains(" disabled"));
     let settings = web.get("/settings/external-auth").await?;
     assert!(settings.body.contains("Authenticated"), "{}", settings.body);
+    // The workspace page shows its owner the template's providers.
+    testutil::provisioning::running_workspace(&owner, template_id, "dev").await?;
+    let ws = web.get("/@owner/dev").await?;
+    assert!(
+        ws.body.contains("Authenticated with Corp Git"),
+        "{}",
+        ws.body
+    );
     let csrf = settings.csrf();
     let refused = web
         .post("/settings/external-auth/corp-git/unlink", &[])
