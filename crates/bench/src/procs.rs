@@ -121,8 +121,11 @@ impl Server {
         let address = format!("127.0.0.1:{port}");
         let log = config_dir.join(format!("server-{port}.log"));
         let mut cmd = coder(bin, config_dir);
+        let relay_url = format!("http://{address}");
         cmd.arg("server")
             .args(["--http-address", &address])
+            // Benchmarks start replicas on one database: each is reached at its own address.
+            .args(["--derp-server-relay-url", &relay_url])
             .args(["--cache-dir", &config_dir.join("cache").to_string_lossy()])
             // Load is the point: the API rate limit would measure itself.
             .env("CODER_API_RATE_LIMIT", "-1")

@@ -23,6 +23,7 @@ mod meta;
 pub mod openapi;
 mod organizations;
 mod provisioners;
+mod replicas;
 mod same_origin;
 mod secrets;
 mod template_versions;
@@ -103,6 +104,7 @@ pub fn router(state: AppState, options: Options, front_doors: &[FrontDoor]) -> R
         .merge(crate::devcontainers::routes())
         .merge(crate::external_agents::routes())
         .merge(crate::external_auth::routes())
+        .merge(crate::replicas::routes())
         .method_not_allowed_fallback(meta::method_not_allowed)
         .route_layer(axum::middleware::from_fn(meta::record_http_metrics))
         .fallback(meta::api_not_found)

@@ -26,6 +26,7 @@ pub mod external_auth;
 pub mod limits;
 pub mod provisioners;
 pub mod relay_usage;
+pub mod replicas;
 pub mod secrets;
 pub mod sso_providers;
 pub mod state;

@@ -68,6 +68,9 @@ pub struct Options {
     pub ssh: SshSettings,
     /// The external auth providers (`CODER_EXTERNAL_AUTH_<n>_*`).
     pub external_auth: Vec<crate::external_auth::ProviderSettings>,
+    /// This replica's own internal URL, where its peers reach it
+    /// (`CODER_DERP_SERVER_RELAY_URL`); required once another replica is alive.
+    pub relay_url: Option<Url>,
 }
 
 impl Options {
@@ -96,6 +99,7 @@ impl Options {
             config_options: Default::default(),
             ssh: SshSettings::default(),
             external_auth: Vec::new(),
+            relay_url: None,
         }
     }
 }
@@ -153,6 +157,8 @@ pub struct StateInner {
     pub sso: crate::sso_providers::Sso,
     /// External auth providers (git providers users link).
     pub external_auth: crate::external_auth::Providers,
+    /// This process among the deployment's replicas.
+    pub replica: crate::replicas::Replica,
     /// Password login attempts counted per address and account.
     pub login_limits: Arc<crate::limits::LoginLimits>,
     /// The general API rate limit, when on.
@@ -181,9 +187,11 @@ impl AppState {
         pool: PgPool,
         mut options: Options,
         shutdown: CancellationToken,
-    ) -> Result<Self, store::Error> {
+    ) -> Result<Self, StartError> {
         let store = Store::new(pool.clone());
         options.deployment_id = store.deployment_id().await?;
+        let replica = crate::replicas::join(&store, options.relay_url.as_ref()).await?;
+        crate::replicas::beat_until(store.clone(), replica.clone(), shutdown.child_token());
         let sso = crate::sso_providers::Sso::start(&store, &options).await?;
         let external_auth =
             crate::external_auth::Providers::start(&options.external_auth, &options.access_url)
@@ -241,11 +249,21 @@ impl AppState {
             files: Default::default(),
             sso,
             external_auth,
+            replica,
             login_limits,
             api_limit,
             shutdown,
         }))
     }
+}
+
+/// Why the core did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error(transparent)]
+    Replica(#[from] crate::replicas::JoinError),
 }
 
 /// The process-wide Prometheus recorder (a process has one global recorder, however many

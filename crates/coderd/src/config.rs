@@ -82,6 +82,15 @@ pub struct ServerConfig {
     /// `coder ssh` accept.
     #[arg(long, env = "CODER_WORKSPACE_HOSTNAME_SUFFIX", default_value = "coder")]
     pub workspace_hostname_suffix: String,
+    /// This replica's own internal URL, where the deployment's other replicas reach it (never
+    /// the access URL: a load balancer would send the hop to any replica). Required once
+    /// another replica is running on the same database.
+    #[arg(long, env = "CODER_DERP_SERVER_RELAY_URL")]
+    pub derp_server_relay_url: Option<url::Url>,
+    /// Coder's embedded pubsub cluster; accepted and ignored: replicas coordinate through
+    /// PostgreSQL alone.
+    #[arg(long, env = "CODER_CLUSTER_HOST", hide = true)]
+    pub cluster_host: Option<String>,
     /// The algorithm of the git SSH keys made for users (`coder publickey`). Coder also offers
     /// ecdsa and rsa4096; only ed25519 is made here, and asking for another refuses startup
     /// rather than silently making a different key.

@@ -30,6 +30,8 @@ pub enum Error {
     Serve(#[source] std::io::Error),
     #[error("reading deployment settings: {0}")]
     Store(#[from] coderd_store::Error),
+    #[error("starting: {0}")]
+    Start(#[from] coderd_core::state::StartError),
     #[error("setting up the built-in terraform provisioner: {0}")]
     Terraform(#[from] provisionerd::engines::terraform::SetupError),
     #[error("invalid configuration: {0}")]
@@ -148,15 +150,19 @@ pub async fn serve_state(
     if let Some(prebuilds) = options.prebuilds {
         coderd_executors::prebuilds::spawn(state.clone(), prebuilds, shutdown.child_token());
     }
+    let replica = state.replica.clone();
+    let store = state.store.clone();
     let app = http::router(state, options.http, &options.front_doors);
     // Built-in daemons stop first (finishing or failing their jobs through the still-running
-    // server); then the server drains its connections.
+    // server); then the replica leaves (its peers stop counting it) and the server drains its
+    // connections.
     let drain = async move {
         shutdown.cancelled().await;
         daemons_stop.cancel();
         for daemon in daemons {
             let _ = daemon.await;
         }
+        coderd_core::replicas::leave(&store, &replica).await;
     };
     // Without TCP_NODELAY a reply written in several small pieces (a yamux frame header and
     // its body on an agent's connection) waits for the peer's delayed ACK: ~40 ms per call.

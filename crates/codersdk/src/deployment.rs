@@ -158,3 +158,18 @@ pub type AuthorizationResponse = HashMap<String, bool>;
 pub struct PrebuildsSettings {
     pub reconciliation_paused: bool,
 }
+
+/// One coderd replica sharing the deployment's database (`GET /replicas`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Replica {
+    pub id: Uuid,
+    pub hostname: String,
+    pub created_at: DateTime<Utc>,
+    /// The replica's own internal URL, where its peers reach it.
+    pub relay_address: String,
+    pub region_id: i32,
+    /// Why it could not reach its peers at its last beat, or empty.
+    pub error: String,
+    /// Microseconds its last database round trip took.
+    pub database_latency: i32,
+}

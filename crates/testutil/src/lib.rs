@@ -192,6 +192,8 @@ async fn launch(
     // What `coder server --access-url <url>` would list (tests may replace it).
     options.deployment.config_options =
         coderd::deployment_options::parse(["--access-url", url.as_str()])?;
+    // Each replica is reached by its peers at its own address.
+    options.deployment.relay_url = Some(url.clone());
     adjust(&mut options);
     let shutdown = CancellationToken::new();
     let state = AppState::start(pool, options.deployment.clone(), shutdown.clone()).await?;

@@ -12,7 +12,7 @@ use utoipa::OpenApi;
 
 use crate::{
     agents, apikeys, appearance, deployment, external_auth, files, health, insights, meta,
-    organizations, provisioners, template_versions, templates, user_settings, users,
+    organizations, provisioners, replicas, template_versions, templates, user_settings, users,
     workspace_edits, workspace_usage, workspaces,
 };
 
@@ -27,6 +27,7 @@ use crate::{
         meta::app_host,
         appearance::get_appearance,
         appearance::update_appearance,
+        replicas::list,
         external_auth::list,
         external_auth::get_one,
         external_auth::unlink,

@@ -28,6 +28,7 @@ mod presets;
 mod queue;
 mod rbac;
 mod relay;
+mod replicas;
 mod required_fields;
 mod resource_rows;
 mod robustness;

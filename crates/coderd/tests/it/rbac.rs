@@ -195,6 +195,12 @@ fn rows() -> Vec<Row> {
         ),
         row(M::GET, "/api/v2/users/me/gitsshkey", None, [200; 6]),
         // External auth: everyone's own links; this deployment configures no provider.
+        row(
+            M::GET,
+            "/api/v2/replicas",
+            None,
+            [200, 404, 404, 404, 404, 404],
+        ),
         row(M::GET, "/api/v2/external-auth", None, [200; 6]),
         row(M::GET, "/api/v2/external-auth/github", None, [404; 6]),
         row(M::DELETE, "/api/v2/external-auth/github", None, [404; 6]),
