@@ -19,3 +19,10 @@ CREATE TABLE replicas (
 );
 
 CREATE INDEX replicas_updated_at ON replicas (updated_at);
+
+-- Which replica holds each agent's connection, and since which connection: every connection
+-- takes the next epoch, so a newer connection (on any replica) wins and the older holder,
+-- seeing a later epoch, closes its copy; only the current holder may record the agent gone.
+ALTER TABLE workspace_agents
+    ADD COLUMN holder_replica_id uuid,
+    ADD COLUMN holder_epoch bigint NOT NULL DEFAULT 0;

@@ -258,35 +258,61 @@ impl Store {
     }
 
     /// The agent's connection is up.
-    pub async fn agent_connected(&self, agent: Uuid) -> Result<()> {
+    /// The agent connected to `replica`: it becomes the holder with the next epoch, which the
+    /// connection keeps to recognise a newer one and to record the disconnect only if still
+    /// the holder.
+    pub async fn agent_connected(&self, agent: Uuid, replica: Uuid) -> Result<i64> {
         timed("agent_connected", async {
             let mut tx = self.pool.begin().await?;
-            sqlx::query!(
+            let epoch = sqlx::query_scalar!(
                 r#"UPDATE workspace_agents
                    SET first_connected_at = COALESCE(first_connected_at, now()),
-                       last_connected_at = now(), updated_at = now()
-                   WHERE id = $1"#,
-                agent
+                       last_connected_at = now(), updated_at = now(),
+                       holder_replica_id = $2, holder_epoch = holder_epoch + 1
+                   WHERE id = $1
+                   RETURNING holder_epoch"#,
+                agent,
+                replica
             )
-            .execute(&mut *tx)
+            .fetch_one(&mut *tx)
             .await?;
             notify(&mut tx, channels::AGENT_UPDATED, agent.to_string()).await?;
             tx.commit().await?;
-            Ok(())
+            Ok(epoch)
         })
         .await
     }
 
-    /// The agent's connection is gone.
-    pub async fn agent_disconnected(&self, agent: Uuid) -> Result<()> {
+    /// Which replica holds the agent's connection, and its epoch.
+    pub async fn agent_holder(&self, agent: Uuid) -> Result<(Option<Uuid>, i64)> {
+        timed("agent_holder", async {
+            let row = sqlx::query!(
+                "SELECT holder_replica_id, holder_epoch FROM workspace_agents WHERE id = $1",
+                agent
+            )
+            .fetch_one(&self.pool)
+            .await?;
+            Ok((row.holder_replica_id, row.holder_epoch))
+        })
+        .await
+    }
+
+    /// The agent's connection of `epoch` is gone; nothing changes when a newer connection
+    /// holds it (the agent moved to another replica).
+    pub async fn agent_disconnected(&self, agent: Uuid, epoch: i64) -> Result<()> {
         timed("agent_disconnected", async {
             let mut tx = self.pool.begin().await?;
-            sqlx::query!(
-                "UPDATE workspace_agents SET disconnected_at = now(), updated_at = now() WHERE id = $1",
-                agent
+            let done = sqlx::query!(
+                "UPDATE workspace_agents SET disconnected_at = now(), updated_at = now()
+                 WHERE id = $1 AND holder_epoch = $2",
+                agent,
+                epoch
             )
             .execute(&mut *tx)
             .await?;
+            if done.rows_affected() == 0 {
+                return Ok(());
+            }
             notify(&mut tx, channels::AGENT_UPDATED, agent.to_string()).await?;
             tx.commit().await?;
             Ok(())

@@ -52,9 +52,18 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
         let driver = agentsdk::drive(session, inbound_tx, closed_tx);
         // The store calls are boxed: this future lives as long as the connection, and an
         // inlined call's state would count in its size for every connected agent.
-        if let Err(e) = Box::pin(state.store.agent_connected(auth.agent.id)).await {
-            tracing::warn!(error = %e, "recording the agent's connection");
-        }
+        let epoch =
+            match Box::pin(state.store.agent_connected(auth.agent.id, state.replica.id)).await {
+                Ok(epoch) => epoch,
+                Err(e) => {
+                    // Without an epoch this connection cannot tell a newer one: refuse it, and the
+                    // agent reconnects.
+                    tracing::warn!(error = %e, "recording the agent's connection");
+                    driver.abort();
+                    state.agents.remove(auth.agent.id, generation);
+                    return;
+                }
+            };
         tracing::info!("agent connected");
         metrics::gauge!("coderd_agents_connected").increment(1.0);
         let agent = Agent {
@@ -85,12 +94,16 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
                 tracing::info!("agent superseded by a newer build's: reconnecting it");
                 break;
             }
+            if updated && let Some(holder) = Box::pin(moved(&state, auth.agent.id, epoch)).await {
+                tracing::info!(replica = %holder, "agent reconnected elsewhere: closing this copy");
+                break;
+            }
         }
         // Ends the session (closing the socket) when coderd is the one leaving.
         driver.abort();
         metrics::gauge!("coderd_agents_connected").decrement(1.0);
         if state.agents.remove(auth.agent.id, generation) {
-            if let Err(e) = Box::pin(state.store.agent_disconnected(auth.agent.id)).await {
+            if let Err(e) = Box::pin(state.store.agent_disconnected(auth.agent.id, epoch)).await {
                 tracing::warn!(error = %e, "recording the agent's disconnection");
             }
             tracing::info!("agent disconnected");
@@ -98,6 +111,14 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
     }
     .instrument(span)
     .await
+}
+
+/// The replica holding the agent under a newer epoch than `epoch`, if one does.
+async fn moved(state: &AppState, agent: Uuid, epoch: i64) -> Option<Uuid> {
+    match state.store.agent_holder(agent).await {
+        Ok((holder, current)) if current > epoch => Some(holder.unwrap_or_default()),
+        _ => None,
+    }
 }
 
 /// Whether a newer agent row now holds this agent's token.

@@ -111,3 +111,47 @@ async fn a_replica_without_a_relay_url_or_of_another_version_is_refused() -> any
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_reconnects_to_another_replica_moves_there() -> anyhow::Result<()> {
+    use codersdk::agentsdk::AgentConnection;
+
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let b = app.replica(|_| {}).await?;
+    let token = uuid::Uuid::new_v4().to_string();
+    let ws = crate::agents::workspace_for(&app, &owner, "me", "dev", &token).await?;
+    let id = crate::agents::agent_id(&ws);
+    let holder = || async { Ok::<_, anyhow::Error>(app.state.store.agent_holder(id).await?) };
+
+    let first = AgentConnection::connect(&app.url, &token).await?;
+    eventually(
+        Duration::from_secs(5),
+        "held by the first replica",
+        || async { Ok(holder().await? == (Some(app.state.replica.id), 1)) },
+    )
+    .await?;
+
+    // The agent comes back through the other replica (its link to the first one blipped):
+    // the newer epoch wins, and the first replica closes its copy without marking the agent
+    // disconnected.
+    let second = AgentConnection::connect(&b.url, &token).await?;
+    eventually(
+        Duration::from_secs(5),
+        "held by the second replica",
+        || async { Ok(holder().await? == (Some(b.state.replica.id), 2)) },
+    )
+    .await?;
+    tokio::time::timeout(Duration::from_secs(5), first.closed()).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(owner.workspace_agent(id).await?.status, "connected");
+
+    drop(second);
+    eventually(
+        Duration::from_secs(10),
+        "disconnected once its holder lost it",
+        || async { Ok(owner.workspace_agent(id).await?.status == "disconnected") },
+    )
+    .await?;
+    Ok(())
+}
