@@ -69,6 +69,12 @@ pub(super) async fn rpc(
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
     let (mut parts, _) = request.into_parts();
+    if state.replica.is_fenced() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "This replica is fenced: it cannot reach the database. Connect through another one.",
+        ));
+    }
     let token = token_from_parts(&parts).ok_or_else(invalid_token)?;
     let auth = state
         .store

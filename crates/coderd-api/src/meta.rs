@@ -84,6 +84,14 @@ pub(super) async fn app_host(
 
 /// Liveness: the process answers and its database does too.
 async fn healthz(State(state): State<AppState>) -> Response {
+    // A fenced replica is not ready: load balancers take it out until its beats are recorded.
+    if state.replica.is_fenced() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "fenced: this replica cannot record its beat in the database",
+        )
+            .into_response();
+    }
     match state.store.ping().await {
         Ok(()) => (StatusCode::OK, "OK").into_response(),
         Err(e) => {

@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use codersdk::deployment::Replica as ReplicaJson;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 use uuid::Uuid;
@@ -20,6 +21,9 @@ use coderd_store::{ReplicaRow, Store};
 pub const BEAT: Duration = Duration::from_secs(2);
 /// How long a peer's relay URL may take to answer a probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// A replica that has not recorded its own beat for this long fences itself: peers count it
+/// dead after 6 s, so it stops serving before anyone else takes over what it held.
+pub const FENCE_AFTER: Duration = Duration::from_secs(4);
 
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
@@ -48,6 +52,17 @@ pub struct Replica {
     pub id: Uuid,
     pub hostname: String,
     pub relay_url: Option<Url>,
+    /// True while this replica is fenced: it could not record its beat for [`FENCE_AFTER`],
+    /// so its peers may soon count it dead. It then reports itself unready, refuses agents and
+    /// closes the connections it holds, so they reconnect to a replica that can write.
+    pub fenced: watch::Receiver<bool>,
+    fence: std::sync::Arc<watch::Sender<bool>>,
+}
+
+impl Replica {
+    pub fn is_fenced(&self) -> bool {
+        *self.fenced.borrow()
+    }
 }
 
 fn hostname() -> String {
@@ -90,10 +105,13 @@ pub async fn join(store: &Store, relay_url: Option<&Url>) -> Result<Replica, Joi
                 .join(", "),
         });
     }
+    let (fence, fenced) = watch::channel(false);
     let replica = Replica {
         id: Uuid::new_v4(),
         hostname,
         relay_url: relay_url.cloned(),
+        fenced,
+        fence: std::sync::Arc::new(fence),
     };
     store
         .insert_replica(replica.id, &replica.hostname, relay, version)
@@ -102,8 +120,26 @@ pub async fn join(store: &Store, relay_url: Option<&Url>) -> Result<Replica, Joi
     Ok(replica)
 }
 
-/// Beats until `stop` is cancelled (then the caller records the stop with [`leave`]).
+/// Beats until `stop` is cancelled (then the caller records the stop with [`leave`]), and
+/// fences this replica while its beats fail.
 pub fn beat_until(store: Store, replica: Replica, stop: CancellationToken) {
+    let (recorded, mut last_ok) = watch::channel(Instant::now());
+    // The fence is judged apart from the beats, so a beat that hangs (a database cut off
+    // without a reset) cannot hold it back.
+    let watched = replica.clone();
+    let stop_watching = stop.clone();
+    tokio::spawn(async move {
+        let mut check = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                () = stop_watching.cancelled() => return,
+                _ = check.tick() => {}
+                _ = last_ok.changed() => {}
+            }
+            let since = last_ok.borrow().elapsed();
+            fence(&watched, since > FENCE_AFTER);
+        }
+    });
     tokio::spawn(async move {
         let http = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
             Ok(http) => http,
@@ -120,8 +156,12 @@ pub fn beat_until(store: Store, replica: Replica, stop: CancellationToken) {
                 _ = tick.tick() => {}
             }
             beats += 1;
-            if let Err(e) = beat(&store, &replica, &http).await {
-                tracing::warn!(error = %e, "replica beat failed");
+            match tokio::time::timeout(BEAT * 2, beat(&store, &replica, &http)).await {
+                Ok(Ok(())) => {
+                    let _ = recorded.send(Instant::now());
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "replica beat failed"),
+                Err(_) => tracing::warn!("replica beat timed out"),
             }
             // Once a minute, forget replicas silent for an hour.
             if beats.is_multiple_of(30)
@@ -131,6 +171,23 @@ pub fn beat_until(store: Store, replica: Replica, stop: CancellationToken) {
             }
         }
     });
+}
+
+fn fence(replica: &Replica, fenced: bool) {
+    let changed = replica.fence.send_if_modified(|now| {
+        let changed = *now != fenced;
+        *now = fenced;
+        changed
+    });
+    if changed && fenced {
+        tracing::error!(
+            replica = %replica.id,
+            "fenced: this replica could not record its beat for {FENCE_AFTER:?}; it stops \
+             serving agents until it can"
+        );
+    } else if changed {
+        tracing::info!(replica = %replica.id, "unfenced: beats are recorded again");
+    }
 }
 
 async fn beat(
@@ -147,15 +204,17 @@ async fn beat(
         .into_iter()
         .filter(|p| p.id != me.id)
         .collect();
-    let mut failures = Vec::new();
-    for peer in &peers {
-        if let Err(why) = probe(http, peer).await {
-            failures.push(format!(
-                "replica {} ({}): {why}",
-                peer.hostname, peer.relay_address
-            ));
-        }
-    }
+    // At once: probes take up to 3 s each, and a beat must end well within the fence.
+    let results = futures::future::join_all(peers.iter().map(|peer| probe(http, peer))).await;
+    let failures: Vec<String> = peers
+        .iter()
+        .zip(results)
+        .filter_map(|(peer, result)| {
+            result
+                .err()
+                .map(|why| format!("replica {} ({}): {why}", peer.hostname, peer.relay_address))
+        })
+        .collect();
     if !store
         .beat_replica(me.id, latency, &failures.join("; "))
         .await?

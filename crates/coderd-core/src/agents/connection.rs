@@ -76,11 +76,16 @@ pub async fn serve(state: AppState, auth: AgentAuth, socket: WebSocket) {
         let mut updates = state
             .pubsub
             .subscribe(channels::AGENT_UPDATED, Some(auth.agent.id.to_string()));
+        let mut fenced = state.replica.fenced.clone();
         loop {
             let mut updated = false;
             tokio::select! {
                 () = state.shutdown.cancelled() => break,
                 _ = closed.wait_for(|c| *c) => break,
+                _ = fenced.wait_for(|f| *f) => {
+                    tracing::info!("this replica is fenced: sending the agent elsewhere");
+                    break;
+                }
                 Some(_) = updates.recv() => updated = true,
                 next = inbound.recv() => match next {
                     Some((header, stream)) => {

@@ -155,3 +155,47 @@ async fn an_agent_that_reconnects_to_another_replica_moves_there() -> anyhow::Re
     .await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_cut_off_from_the_database_fences_itself_and_its_agents_move()
+-> anyhow::Result<()> {
+    use codersdk::agentsdk::AgentConnection;
+
+    let app = TestApp::with_options(|o| o.provisioner_daemons = 1).await?;
+    let (owner, _) = app.owner().await?;
+    let b = app.replica(|_| {}).await?;
+    let token = uuid::Uuid::new_v4().to_string();
+    let ws = crate::agents::workspace_for(&app, &owner, "me", "dev", &token).await?;
+    let id = crate::agents::agent_id(&ws);
+    let held = AgentConnection::connect(&b.url, &token).await?;
+    let health = |url: &url::Url| {
+        let url = url.join("/healthz").expect("url");
+        async move { Ok::<_, anyhow::Error>(reqwest::get(url).await?.status()) }
+    };
+    assert_eq!(health(&b.url).await?, StatusCode::OK);
+
+    // B loses the database (its connections closed for good): it fences itself within the
+    // fence delay, before its peers would count it dead.
+    let cut = std::time::Instant::now();
+    // Closing waits for connections in use (the pubsub listener's) to come back; new
+    // acquisitions fail at once.
+    let pool = b.state.store.pool().clone();
+    tokio::spawn(async move { pool.close().await });
+    tokio::time::timeout(Duration::from_secs(8), held.closed()).await?;
+    let fenced_after = cut.elapsed();
+    assert_eq!(health(&b.url).await?, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(AgentConnection::connect(&b.url, &token).await.is_err());
+    assert!(
+        fenced_after < Duration::from_secs(6),
+        "fenced after {fenced_after:?}"
+    );
+
+    // The agent comes back through A, which takes it over.
+    let _moved = AgentConnection::connect(&app.url, &token).await?;
+    eventually(Duration::from_secs(5), "held by A", || async {
+        Ok(app.state.store.agent_holder(id).await?.0 == Some(app.state.replica.id))
+    })
+    .await?;
+    assert_eq!(health(&app.url).await?, StatusCode::OK);
+    Ok(())
+}
