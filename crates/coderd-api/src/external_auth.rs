@@ -289,14 +289,16 @@ pub(super) async fn regenerate_gitsshkey(
     Ok(Json(external::gitsshkey::regenerate(&state, row.id).await?))
 }
 
+/// Text made safe inside HTML elements and attribute values.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// A page of our own for the browser, in place of the dashboard's: the result of a link.
 fn page_html(status: StatusCode, title: &str, body: &str) -> Response {
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
     let html = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{}</title></head>\
          <body><main><h1>{}</h1><p>{}</p></main></body></html>",
@@ -399,12 +401,6 @@ async fn device_page(state: &AppState, provider: &external::Provider) -> Respons
                 &format!("{name} did not start a device authorization; try again later."),
             );
         }
-    };
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
     };
     // JSON string literals, safe inside a script element.
     let js = |s: &str| {
